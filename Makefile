@@ -1,0 +1,45 @@
+# Top-level entry points. `make run` and `make test` each install deps, configure and build first.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
+
+.PHONY: all deps configure build run test unit asan clean fuzz
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(GEN) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README).
+run: build
+	$(BUILD)/nanovllm bench --random-model small --num-seqs 16 --max-input-len 256 --max-output-len 64 \
+	  --cache-dir $(BUILD)/models
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
+	$(MAKE) asan
+
+# Unit tests under AddressSanitizer + UBSan (CPU only).
+asan: deps
+	cmake -S . -B $(BUILD)-asan $(GEN) -DCMAKE_BUILD_TYPE=Debug -DNANOVLLM_SANITIZE=ON -DNANOVLLM_CUDA=OFF
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit --timeout 1500
+
+unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
+
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz $(GEN) -DNANOVLLM_FUZZ=ON -DNANOVLLM_CUDA=OFF
+	cmake --build $(BUILD)-fuzz -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

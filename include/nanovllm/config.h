@@ -1,0 +1,30 @@
+// Engine configuration, with nano-vLLM's names and defaults.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace nanovllm {
+
+struct Config {
+  std::string model;                     // Hugging Face model directory
+  int max_num_batched_tokens = 16384;    // token budget of one step
+  int max_num_seqs = 512;                // sequences in one step
+  int max_model_len = 4096;              // clipped to the model's max_position_embeddings
+  float gpu_memory_utilization = 0.9f;   // CUDA: fraction of device memory the engine may use
+  int tensor_parallel_size = 1;
+  bool enforce_eager = false;            // CUDA: no graphs
+  int kvcache_block_size = 256;          // any positive multiple of 16
+  int num_kvcache_blocks = -1;           // -1: computed from the memory budget
+  int64_t cpu_kvcache_bytes = 0;         // CPU KV budget in bytes; 0: cpu_kvcache_fraction of RAM
+  float cpu_kvcache_fraction = 0.2f;
+  std::string device = "auto";           // auto | cpu | cuda
+  std::string policy = "prefill-first";  // prefill-first | mixed
+  bool enable_prefix_caching = true;
+  int num_threads = 0;                   // CPU threads; 0: all cores
+  int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
+
+  // Throws nanovllm::Error naming the field for invalid values.
+  void validate() const;
+};
+
+}  // namespace nanovllm

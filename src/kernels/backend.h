@@ -1,0 +1,109 @@
+// The op interface: model code calls these; the CPU backend (kernels/cpu) and the CUDA backend
+// (kernels/cuda) implement them. Shapes are row-major; T = tokens in the step, B = sequences,
+// H = hidden size, D = head_dim, Hq / Hkv = query / KV heads (per TP rank).
+//
+// Activation dtype: the backend's act_dtype() (CPU: F32, CUDA: BF16). Weights stay in their
+// checkpoint dtype (F32, BF16 or F16). Logits are always F32.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "util/tensor.h"
+
+namespace nanovllm {
+
+// The per-step batch metadata, on the backend's device (the one struct that crosses from the
+// engine to the model; built by ModelRunner from the scheduler's output). All I32.
+struct BatchTensors {
+  Tensor input_ids;       // [T]
+  Tensor positions;       // [T]   absolute position of each token
+  Tensor slot_mapping;    // [T]   KV slot (block_id * block_size + offset), -1 = do not store
+  Tensor cu_seqlens_q;    // [B+1] query (new-token) offsets into T
+  Tensor context_lens;    // [B]   keys per sequence after this step (cached + new) = seqlen_k
+  Tensor block_tables;    // [B, max_blocks_per_seq], -1 padded
+  Tensor logits_indices;  // [S]   rows of T whose logits are computed (S <= B usually)
+  int num_seqs = 0;
+  int num_tokens = 0;
+  int max_seqlen_q = 0;
+  int max_seqlen_k = 0;
+  int block_size = 0;
+  bool decode_only = false;  // every sequence has exactly one query token
+};
+
+// Host-side copy of the same (what ModelRunner fills; CPU backend uses it directly).
+struct HostBatch {
+  std::vector<int32_t> input_ids, positions, slot_mapping, cu_seqlens_q, context_lens,
+      block_tables, logits_indices;
+  int num_seqs = 0, num_tokens = 0, max_seqlen_q = 0, max_seqlen_k = 0, block_size = 0;
+  int block_table_stride = 0;  // = max_blocks_per_seq
+  bool decode_only = false;
+};
+
+struct AttentionParams {
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  float scale = 1.f;  // softmax scale, usually 1/sqrt(D)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  virtual DType act_dtype() const = 0;
+
+  // --- memory ---------------------------------------------------------------------------
+  virtual Tensor empty(const Shape& shape, DType dtype) = 0;
+  // Copies a host tensor to the device (CPU backend: returns it unchanged, no copy).
+  virtual Tensor to_device(const Tensor& host) = 0;
+  // Copies a device tensor into a new host tensor.
+  virtual Tensor to_host(const Tensor& t) = 0;
+  // Makes BatchTensors from a HostBatch (CPU: wraps the host vectors, which must outlive it).
+  virtual BatchTensors upload_batch(const HostBatch& hb) = 0;
+  virtual void synchronize() {}
+
+  // --- ops --------------------------------------------------------------------------------
+  // out[t, :] = table[ids[t] - vocab_start, :], zeros when outside [vocab_start, +rows).
+  // table [V_shard, H], out [T, H] act dtype.
+  virtual void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                         Tensor& out) = 0;
+  // out = x / rms(x) * w. x, out [T, H]; w [H].
+  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+  // Fused residual: residual += x; x = rms_norm(residual) * w. x, residual [T, H].
+  virtual void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
+  // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]). out may be F32 or act dtype.
+  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I].
+  virtual void silu_and_mul(const Tensor& gate_up, Tensor& out) = 0;
+  // In place on qkv [T, (Hq + 2 Hkv) * D]: optional per-head RMSNorm of q and k (Qwen3; weights
+  // [D], null to skip), then rotate-half (NeoX) RoPE of q and k at `positions`, using
+  // cos_sin [max_pos, D] (first D/2 columns cos, last D/2 sin, F32).
+  virtual void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                            const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                            const AttentionParams& p) = 0;
+  // Stores k and v of qkv into the paged cache at slot_mapping (-1 skipped).
+  // k_cache, v_cache [num_blocks * block_size, Hkv, D].
+  virtual void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
+                        Tensor& v_cache, const AttentionParams& p) = 0;
+  // Causal attention of the step's queries (q part of qkv) over each sequence's paged context
+  // (keys 0 .. context_lens[b]-1; query i of sequence b sits at key position
+  // context_lens[b] - seqlen_q(b) + i). Covers prefill, prefix-cached prefill, chunked prefill
+  // and decode. out [T, Hq * D] act dtype.
+  virtual void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                         const BatchTensors& batch, const AttentionParams& p, Tensor& out) = 0;
+  // out[i, :] = x[idx[i], :]. x [T, H], idx [S], out [S, H].
+  virtual void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
+  // a += b (elementwise, same shape). Used for tensor-parallel partial sums on one device.
+  virtual void add_inplace(Tensor& a, const Tensor& b) = 0;
+};
+
+// Creates the CPU backend (num_threads <= 0: all cores).
+std::unique_ptr<Backend> make_cpu_backend(int num_threads);
+// Creates the CUDA backend on `device_id`; throws a clear error when CUDA is unavailable
+// (not compiled in, no device, unsupported compute capability).
+std::unique_ptr<Backend> make_cuda_backend(int device_id);
+bool cuda_available();
+
+}  // namespace nanovllm

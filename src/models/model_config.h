@@ -1,0 +1,52 @@
+// The Hugging Face config.json fields nanovllm needs, for Qwen3ForCausalLM, Qwen2ForCausalLM
+// and LlamaForCausalLM.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "util/dtype.h"
+
+namespace nanovllm {
+
+enum class Arch { Qwen3, Qwen2, Llama };
+const char* arch_name(Arch a);
+
+struct RopeScaling {
+  std::string type = "default";  // default | linear | llama3 | dynamic? (unsupported: error)
+  double factor = 1.0;
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  int original_max_position_embeddings = 8192;           // llama3
+};
+
+struct ModelConfig {
+  Arch arch = Arch::Qwen3;
+  std::string architecture;  // as written in config.json
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;  // config's head_dim, else hidden_size / num_attention_heads
+  int vocab_size = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  int max_position_embeddings = 2048;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v bias (Qwen2 always; Llama/Qwen3 per config)
+  bool qk_norm = false;         // Qwen3 per-head q/k RMSNorm
+  DType torch_dtype = DType::BF16;
+  std::string hidden_act = "silu";
+  std::vector<int> eos_token_ids;  // from config.json (generation_config.json may override)
+  int bos_token_id = -1;
+
+  // Parses a config.json text; `where` names the file in errors. Errors name the field and
+  // value: unsupported architecture, activation or rope scaling type; missing required field.
+  static ModelConfig from_json_text(const std::string& text, const std::string& where);
+  static ModelConfig from_dir(const std::string& model_dir);  // reads <dir>/config.json
+};
+
+// Rotary inverse frequencies [head_dim / 2] after rope scaling.
+std::vector<double> rope_inv_freq(const ModelConfig& c);
+
+}  // namespace nanovllm

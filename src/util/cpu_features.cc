@@ -1,0 +1,56 @@
+#include "util/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace nanovllm {
+
+static CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return f;
+  bool osxsave = c & (1u << 27);
+  f.fma = c & (1u << 12);
+  f.f16c = c & (1u << 29);
+  unsigned long long xcr0 = 0;
+  if (osxsave) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (static_cast<unsigned long long>(hi) << 32) | lo;
+  }
+  bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
+  bool tmm = (xcr0 & (3ull << 17)) == (3ull << 17);
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    f.avx2 = ymm && (b & (1u << 5));
+    f.avx512f = zmm && (b & (1u << 16));
+    f.avx512bw = zmm && (b & (1u << 30));
+    f.avx512vl = zmm && (b & (1u << 31));
+    f.amx_bf16 = tmm && (d & (1u << 22));
+  }
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = f.avx512f && (a & (1u << 5));
+  f.fma = f.fma && ymm;
+  if (const char* cap = std::getenv("NANOVLLM_ISA")) {
+    if (!std::strcmp(cap, "avx2") || !std::strcmp(cap, "scalar")) {
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_bf16 = false;
+    }
+    if (!std::strcmp(cap, "scalar")) f.avx2 = f.fma = f.f16c = false;
+  }
+  return f;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = detect();
+  return f;
+}
+
+std::string CpuFeatures::summary() const {
+  if (amx_bf16) return "amx_bf16";
+  if (avx512_bf16) return "avx512_bf16";
+  if (avx512f) return "avx512";
+  if (avx2 && fma) return "avx2";
+  return "scalar";
+}
+
+}  // namespace nanovllm

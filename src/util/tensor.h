@@ -25,7 +25,7 @@ class Tensor {
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device = Device::CPU,
                      std::shared_ptr<void> owner = nullptr);
 
-  bool defined() const { return data_ != nullptr || numel() == 0 && !shape_.empty(); }
+  bool defined() const { return data_ != nullptr || (numel() == 0 && !shape_.empty()); }
   explicit operator bool() const { return data_ != nullptr; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }

@@ -1,0 +1,88 @@
+// The CPU implementation of Backend: F32 activations and KV cache, weights in checkpoint dtype.
+#include <cstring>
+#include <memory>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+
+namespace nanovllm {
+namespace {
+
+Tensor wrap_i32(const std::vector<int32_t>& v, Shape shape) {
+  return Tensor::wrap(const_cast<int32_t*>(v.data()), shape, DType::I32, Device::CPU);
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : pool_(threads) {}
+  Device device() const override { return Device::CPU; }
+  std::string name() const override { return "cpu"; }
+  DType act_dtype() const override { return DType::F32; }
+
+  Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
+  Tensor to_device(const Tensor& host) override { return host; }
+  Tensor to_host(const Tensor& t) override { return t; }
+  BatchTensors upload_batch(const HostBatch& hb) override {
+    BatchTensors b;
+    b.input_ids = wrap_i32(hb.input_ids, {hb.num_tokens});
+    b.positions = wrap_i32(hb.positions, {hb.num_tokens});
+    b.slot_mapping = wrap_i32(hb.slot_mapping, {int64_t(hb.slot_mapping.size())});
+    b.cu_seqlens_q = wrap_i32(hb.cu_seqlens_q, {hb.num_seqs + 1});
+    b.context_lens = wrap_i32(hb.context_lens, {hb.num_seqs});
+    b.block_tables = wrap_i32(hb.block_tables, {hb.num_seqs, hb.block_table_stride});
+    b.logits_indices = wrap_i32(hb.logits_indices, {int64_t(hb.logits_indices.size())});
+    b.num_seqs = hb.num_seqs;
+    b.num_tokens = hb.num_tokens;
+    b.max_seqlen_q = hb.max_seqlen_q;
+    b.max_seqlen_k = hb.max_seqlen_k;
+    b.block_size = hb.block_size;
+    b.decode_only = hb.decode_only;
+    return b;
+  }
+
+  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override {
+    cpu::embedding(ids, table, vocab_start, out, pool_);
+  }
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+    cpu::rms_norm(x, w, eps, out, pool_);
+  }
+  void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) override {
+    cpu::add_rms_norm(x, residual, w, eps, pool_);
+  }
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
+    cpu::linear(x, w, bias, out, pool_);
+  }
+  void silu_and_mul(const Tensor& gate_up, Tensor& out) override {
+    cpu::silu_and_mul(gate_up, out, pool_);
+  }
+  void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                    const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                    const AttentionParams& p) override {
+    cpu::qk_norm_rope(qkv, positions, q_norm, k_norm, eps, cos_sin, p, pool_);
+  }
+  void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
+                const AttentionParams& p) override {
+    cpu::store_kv(qkv, slot_mapping, k_cache, v_cache, p);
+  }
+  void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                 const BatchTensors& batch, const AttentionParams& p, Tensor& out) override {
+    cpu::paged_attention(qkv, k_cache, v_cache, batch, p, out, pool_);
+  }
+  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
+    cpu::gather_rows(x, idx, out);
+  }
+  void add_inplace(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int num_threads) {
+  return std::make_unique<CpuBackend>(num_threads);
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,137 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/simd.h"
+
+namespace nanovllm::cpu {
+
+namespace {
+// Norm weights are tiny ([H] or [D]); converting them per call keeps kernels dtype-agnostic.
+std::vector<float> weights_f32(const Tensor& w) { return to_f32_vector(w); }
+
+inline void rms_row(const float* x, const float* w, float eps, float* out, int64_t H) {
+  double ss = 0;  // f64 accumulation: the row sum is the one place rounding can pile up
+  for (int64_t i = 0; i < H; ++i) ss += double(x[i]) * x[i];
+  float inv = float(1.0 / std::sqrt(ss / double(H) + double(eps)));
+  for (int64_t i = 0; i < H; ++i) out[i] = x[i] * inv * w[i];
+}
+}  // namespace
+
+void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out,
+               ThreadPool& pool) {
+  const int64_t T = ids.numel(), H = table.size(1), V = table.size(0);
+  NV_CHECK_EQ(out.numel(), T * H, "embedding out ", out.str());
+  const int32_t* id = ids.data<int32_t>();
+  float* o = out.data<float>();
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t r = int64_t(id[t]) - vocab_start;
+    if (r < 0 || r >= V) {
+      std::memset(o + t * H, 0, size_t(H) * 4);
+      continue;
+    }
+    convert_to_f32(static_cast<const char*>(table.raw()) + size_t(r * H) * dtype_size(table.dtype()),
+                   table.dtype(), o + t * H, H);
+  }
+  (void)pool;
+}
+
+void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out, ThreadPool& pool) {
+  const int64_t H = w.numel(), T = x.numel() / H;
+  auto wf = weights_f32(w);
+  const float* xp = x.data<float>();
+  float* op = out.data<float>();
+  pool.parallel_for(T, [&](int64_t a, int64_t b) {
+    for (int64_t t = a; t < b; ++t) rms_row(xp + t * H, wf.data(), eps, op + t * H, H);
+  }, 4);
+}
+
+void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps, ThreadPool& pool) {
+  const int64_t H = w.numel(), T = x.numel() / H;
+  auto wf = weights_f32(w);
+  float* xp = x.data<float>();
+  float* rp = residual.data<float>();
+  pool.parallel_for(T, [&](int64_t a, int64_t b) {
+    for (int64_t t = a; t < b; ++t) {
+      float* r = rp + t * H;
+      float* xr = xp + t * H;
+      for (int64_t i = 0; i < H; ++i) r[i] += xr[i];
+      rms_row(r, wf.data(), eps, xr, H);
+    }
+  }, 4);
+}
+
+void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
+  const int64_t I = out.size(-1), T = out.numel() / I;
+  NV_CHECK_EQ(gate_up.numel(), 2 * T * I, "silu_and_mul ", gate_up.str(), " -> ", out.str());
+  const float* g = gate_up.data<float>();
+  float* o = out.data<float>();
+  pool.parallel_for(T, [&](int64_t a, int64_t b) {
+    for (int64_t t = a; t < b; ++t) {
+      const float* gr = g + t * 2 * I;
+      const float* ur = gr + I;
+      float* orow = o + t * I;
+      for (int64_t i = 0; i < I; ++i) {
+        float v = gr[i];
+        orow[i] = v / (1.f + std::exp(-v)) * ur[i];
+      }
+    }
+  }, 4);
+}
+
+void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, const Tensor* k_norm,
+                  float eps, const Tensor& cos_sin, const AttentionParams& p, ThreadPool& pool) {
+  const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads, half = D / 2;
+  const int64_t row = int64_t(Hq + 2 * Hkv) * D, T = qkv.numel() / row;
+  const int64_t max_pos = cos_sin.size(0);
+  std::vector<float> qn, kn;
+  if (q_norm) qn = weights_f32(*q_norm);
+  if (k_norm) kn = weights_f32(*k_norm);
+  float* base = qkv.data<float>();
+  const int32_t* pos = positions.data<int32_t>();
+  const float* cs = cos_sin.data<float>();
+  for (int64_t t = 0; t < T; ++t)
+    NV_CHECK(pos[t] >= 0 && pos[t] < max_pos, "position ", pos[t], " outside the rotary table (",
+             max_pos, " positions)");
+  pool.parallel_for(T, [&](int64_t a, int64_t b) {
+    std::vector<float> tmp(static_cast<size_t>(D));
+    for (int64_t t = a; t < b; ++t) {
+      const float* c = cs + int64_t(pos[t]) * D;
+      const float* s = c + half;
+      for (int h = 0; h < Hq + Hkv; ++h) {
+        float* v = base + t * row + int64_t(h) * D;
+        const std::vector<float>& nw = h < Hq ? qn : kn;
+        if (!nw.empty()) rms_row(v, nw.data(), eps, v, D);
+        // rotate-half: out[i] = v[i] c[i] - v[i+half] s[i]; out[i+half] = v[i+half] c[i] + v[i] s[i]
+        for (int i = 0; i < half; ++i) {
+          float x1 = v[i], x2 = v[i + half];
+          tmp[size_t(i)] = x1 * c[i] - x2 * s[i];
+          tmp[size_t(i + half)] = x2 * c[i] + x1 * s[i];
+        }
+        std::memcpy(v, tmp.data(), size_t(D) * 4);
+      }
+    }
+  }, 1);
+}
+
+void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) {
+  const int64_t S = idx.numel(), T = x.size(0), H = x.numel() / T;
+  const size_t rb = size_t(H) * dtype_size(x.dtype());
+  const int32_t* ip = idx.data<int32_t>();
+  for (int64_t i = 0; i < S; ++i) {
+    NV_CHECK(ip[i] >= 0 && ip[i] < T, "gather index ", ip[i], " out of ", T, " rows");
+    std::memcpy(static_cast<char*>(out.raw()) + size_t(i) * rb,
+                static_cast<const char*>(x.raw()) + size_t(ip[i]) * rb, rb);
+  }
+}
+
+void add_inplace(Tensor& a, const Tensor& b) {
+  NV_CHECK_EQ(a.numel(), b.numel(), "add_inplace ", a.str(), " ", b.str());
+  float* ap = a.data<float>();
+  const float* bp = b.data<float>();
+  for (int64_t i = 0; i < a.numel(); ++i) ap[i] += bp[i];
+}
+
+}  // namespace nanovllm::cpu

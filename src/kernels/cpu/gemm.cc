@@ -1,0 +1,220 @@
+// GCC 12's _mm512_reduce_add_ps triggers a false -Wmaybe-uninitialized inside its own header.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "kernels/cpu/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/simd.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace nanovllm::cpu {
+
+namespace {
+
+constexpr int kGemvMaxRows = 8;
+std::atomic<int> g_path{0};
+
+// ---------------------------------------------------------------------------------------
+// Streaming kernel: out[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1), M <= 8 rows of x.
+// Each weight row is read exactly once (the memory-bound term); x stays in L1/L2.
+// ---------------------------------------------------------------------------------------
+template <class WT>
+NV_TARGET_AVX512 inline __m512 wload512(const WT* p) {
+  if constexpr (std::is_same_v<WT, float>) return load16_f32(p);
+  else return load16_bf16(p);
+}
+template <class WT>
+NV_TARGET_AVX512 inline __m512 wload512_masked(const WT* p, __mmask16 m) {
+  if constexpr (std::is_same_v<WT, float>) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else {
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <int M, class WT>
+NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int64_t K, int64_t N,
+                                    int64_t n0, int64_t n1) {
+  const int64_t kv = K / 16 * 16;
+  const __mmask16 tail = __mmask16((1u << (K - kv)) - 1);
+  int64_t n = n0;
+  for (; n + 2 <= n1; n += 2) {
+    const WT* w0 = w + n * K;
+    const WT* w1 = w0 + K;
+    __m512 a0[M], a1[M];
+    for (int m = 0; m < M; ++m) a0[m] = a1[m] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kv; k += 16) {
+      __m512 v0 = wload512(w0 + k), v1 = wload512(w1 + k);
+      for (int m = 0; m < M; ++m) {
+        __m512 xv = _mm512_loadu_ps(x + m * K + k);
+        a0[m] = _mm512_fmadd_ps(v0, xv, a0[m]);
+        a1[m] = _mm512_fmadd_ps(v1, xv, a1[m]);
+      }
+    }
+    if (tail) {
+      __m512 v0 = wload512_masked(w0 + kv, tail), v1 = wload512_masked(w1 + kv, tail);
+      for (int m = 0; m < M; ++m) {
+        __m512 xv = _mm512_maskz_loadu_ps(tail, x + m * K + kv);
+        a0[m] = _mm512_fmadd_ps(v0, xv, a0[m]);
+        a1[m] = _mm512_fmadd_ps(v1, xv, a1[m]);
+      }
+    }
+    for (int m = 0; m < M; ++m) {
+      out[m * N + n] = _mm512_reduce_add_ps(a0[m]);
+      out[m * N + n + 1] = _mm512_reduce_add_ps(a1[m]);
+    }
+  }
+  for (; n < n1; ++n) {
+    const WT* w0 = w + n * K;
+    __m512 a0[M];
+    for (int m = 0; m < M; ++m) a0[m] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < kv; k += 16) {
+      __m512 v0 = wload512(w0 + k);
+      for (int m = 0; m < M; ++m) a0[m] = _mm512_fmadd_ps(v0, _mm512_loadu_ps(x + m * K + k), a0[m]);
+    }
+    if (tail) {
+      __m512 v0 = wload512_masked(w0 + kv, tail);
+      for (int m = 0; m < M; ++m)
+        a0[m] = _mm512_fmadd_ps(v0, _mm512_maskz_loadu_ps(tail, x + m * K + kv), a0[m]);
+    }
+    for (int m = 0; m < M; ++m) out[m * N + n] = _mm512_reduce_add_ps(a0[m]);
+  }
+}
+
+template <class WT>
+NV_TARGET_AVX2 inline __m256 wload256(const WT* p) {
+  if constexpr (std::is_same_v<WT, float>) return load8_f32(p);
+  else return load8_bf16(p);
+}
+template <class WT>
+inline float wscalar(const WT* p) {
+  if constexpr (std::is_same_v<WT, float>) return *p;
+  else return bf16_to_f32(*p);
+}
+
+template <int M, class WT>
+NV_TARGET_AVX2 void gemv_rows_256(const float* x, const WT* w, float* out, int64_t K, int64_t N,
+                                  int64_t n0, int64_t n1) {
+  const int64_t kv = K / 8 * 8;
+  for (int64_t n = n0; n < n1; ++n) {
+    const WT* w0 = w + n * K;
+    __m256 a0[M];
+    for (int m = 0; m < M; ++m) a0[m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < kv; k += 8) {
+      __m256 v0 = wload256(w0 + k);
+      for (int m = 0; m < M; ++m) a0[m] = _mm256_fmadd_ps(v0, _mm256_loadu_ps(x + m * K + k), a0[m]);
+    }
+    for (int m = 0; m < M; ++m) {
+      float s = hsum8(a0[m]);
+      for (int64_t k = kv; k < K; ++k) s += wscalar(w0 + k) * x[m * K + k];
+      out[m * N + n] = s;
+    }
+  }
+}
+
+template <class WT>
+void gemv_rows_scalar(const float* x, const WT* w, float* out, int64_t M, int64_t K, int64_t N,
+                      int64_t n0, int64_t n1) {
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      float s = 0;
+      for (int64_t k = 0; k < K; ++k) s += wscalar(w + n * K + k) * x[m * K + k];
+      out[m * N + n] = s;
+    }
+}
+
+template <class WT>
+void gemv_dispatch(const float* x, const WT* w, float* out, int64_t M, int64_t K, int64_t N,
+                   int64_t n0, int64_t n1) {
+  Isa isa = active_isa();
+#define NV_CASE(MM)                                                            \
+  case MM:                                                                     \
+    if (isa == Isa::Avx512) return gemv_rows_512<MM, WT>(x, w, out, K, N, n0, n1); \
+    if (isa == Isa::Avx2) return gemv_rows_256<MM, WT>(x, w, out, K, N, n0, n1);   \
+    break;
+  switch (M) {
+    NV_CASE(1) NV_CASE(2) NV_CASE(3) NV_CASE(4) NV_CASE(5) NV_CASE(6) NV_CASE(7) NV_CASE(8)
+    default: break;
+  }
+#undef NV_CASE
+  gemv_rows_scalar<WT>(x, w, out, M, K, N, n0, n1);
+}
+
+void add_bias(const Tensor* bias, float* out, int64_t M, int64_t N) {
+  if (!bias) return;
+  std::vector<float> b = to_f32_vector(*bias);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) out[m * N + n] += b[size_t(n)];
+}
+
+void blas_threads(ThreadPool& pool) {
+  static std::atomic<int> set{-1};
+  if (set.load() != pool.size()) {
+    openblas_set_num_threads(pool.size());
+    set = pool.size();
+  }
+}
+
+}  // namespace
+
+int gemv_max_rows() { return kGemvMaxRows; }
+void set_linear_path(int path) { g_path = path; }
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool) {
+  NV_CHECK(x.dtype() == DType::F32 && out.dtype() == DType::F32, "cpu linear needs F32 x/out, got ",
+           x.str(), " ", out.str());
+  NV_CHECK_EQ(w.ndim(), 2, "weight ", w.str());
+  const int64_t K = w.size(1), N = w.size(0);
+  const int64_t M = x.numel() / K;
+  NV_CHECK_EQ(x.size(-1), K, "linear x ", x.str(), " w ", w.str());
+  NV_CHECK_EQ(out.numel(), M * N, "linear out ", out.str(), " for x ", x.str(), " w ", w.str());
+  if (bias) NV_CHECK_EQ(bias->numel(), N, "linear bias ", bias->str());
+  if (M == 0) return;
+  const float* xp = x.data<float>();
+  float* op = out.data<float>();
+  const DType wd = w.dtype();
+  NV_CHECK(wd == DType::F32 || wd == DType::BF16 || wd == DType::F16, "weight dtype ", w.str());
+
+  int path = g_path.load();
+  bool stream = path == 1 || (path == 0 && M <= kGemvMaxRows);
+  if (stream && wd != DType::F16 && M <= kGemvMaxRows) {
+    pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
+      if (wd == DType::F32)
+        gemv_dispatch<float>(xp, w.data<float>(), op, M, K, N, n0, n1);
+      else
+        gemv_dispatch<uint16_t>(xp, w.data<uint16_t>(), op, M, K, N, n0, n1);
+    }, 16);
+    add_bias(bias, op, M, N);
+    return;
+  }
+
+  blas_threads(pool);
+  if (wd == DType::F32) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.f, xp, int(K),
+                w.data<float>(), int(K), 0.f, op, int(N));
+  } else {
+    // Convert row panels of w to f32 (parallel), then one sgemm per panel into out[:, n0:n1].
+    const int64_t panel = std::max<int64_t>(64, (int64_t(1) << 20) / K);
+    std::vector<float> buf(size_t(std::min(panel, N) * K));
+    for (int64_t n0 = 0; n0 < N; n0 += panel) {
+      int64_t rows = std::min(panel, N - n0);
+      const uint16_t* src = w.data<uint16_t>() + n0 * K;
+      pool.parallel_for(rows * K, [&](int64_t a, int64_t b) {
+        convert_to_f32(src + a, wd, buf.data() + a, b - a);
+      }, 4096);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(rows), int(K), 1.f, xp,
+                  int(K), buf.data(), int(K), 0.f, op + n0, int(N));
+    }
+  }
+  add_bias(bias, op, M, N);
+}
+
+}  // namespace nanovllm::cpu

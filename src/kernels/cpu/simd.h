@@ -1,0 +1,48 @@
+// Small SIMD helpers with AVX-512 / AVX2+FMA / scalar variants. Each kernel family compiles
+// its hot loops three times via target attributes and picks one at run time (cpu_features),
+// so the binary stays runnable on AVX2-only (and older) machines.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+#define NV_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define NV_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace nanovllm::cpu {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+Isa active_isa();  // from cpu_features(), cached
+
+// --- AVX-512: load 16 weights of any dtype as f32 ---------------------------------------
+NV_TARGET_AVX512 inline __m512 load16_f32(const float* p) { return _mm512_loadu_ps(p); }
+NV_TARGET_AVX512 inline __m512 load16_bf16(const uint16_t* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+NV_TARGET_AVX512 inline __m512 load16_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// --- AVX2: 8 at a time -------------------------------------------------------------------
+NV_TARGET_AVX2 inline __m256 load8_f32(const float* p) { return _mm256_loadu_ps(p); }
+NV_TARGET_AVX2 inline __m256 load8_bf16(const uint16_t* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+NV_TARGET_AVX2 inline __m256 load8_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+NV_TARGET_AVX2 inline float hsum8(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+  return _mm_cvtss_f32(lo);
+}
+
+// Dot product and axpy over f32 vectors (attention inner loops).
+float dot_f32(const float* a, const float* b, int n);
+void axpy_f32(float alpha, const float* x, float* y, int n);  // y += alpha * x
+void scale_f32(float alpha, float* y, int n);                 // y *= alpha
+
+}  // namespace nanovllm::cpu

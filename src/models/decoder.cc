@@ -1,0 +1,131 @@
+#include "models/decoder.h"
+
+#include <cmath>
+
+#include "layers/rotary.h"
+
+namespace nanovllm {
+
+size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, int tp_world) {
+  return 2ull * size_t(c.num_hidden_layers) * size_t(block_size) *
+         size_t(c.num_key_value_heads / tp_world) * size_t(c.head_dim) * dtype_size(dtype);
+}
+
+KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
+                          int tp_world) {
+  NV_CHECK_GT(num_blocks, 0, "KV cache needs at least one block");
+  const int64_t L = c.num_hidden_layers, slots = int64_t(num_blocks) * block_size;
+  const int64_t hkv = c.num_key_value_heads / tp_world, D = c.head_dim;
+  KVCache kv;
+  kv.num_blocks = num_blocks;
+  kv.block_size = block_size;
+  kv.storage = be.empty({2, L, slots, hkv, D}, be.act_dtype());
+  Tensor flat = kv.storage.view({2 * L, slots, hkv, D});
+  for (int64_t l = 0; l < L; ++l) {
+    kv.k.push_back(flat.rows(l, l + 1).view({slots, hkv, D}));
+    kv.v.push_back(flat.rows(L + l, L + l + 1).view({slots, hkv, D}));
+  }
+  return kv;
+}
+
+Tensor DecoderModel::upload(const Tensor& host) {
+  weight_bytes_ += host.nbytes();
+  return be_.to_device(host);
+}
+
+DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
+                           int max_positions, TpInfo tp)
+    : cfg_(c), be_(be), tp_(tp) {
+  NV_CHECK(c.num_attention_heads % tp.world == 0 && c.num_key_value_heads % tp.world == 0,
+           "attention heads (", c.num_attention_heads, "/", c.num_key_value_heads,
+           ") not divisible by tensor_parallel_size ", tp.world);
+  hq_ = c.num_attention_heads / tp.world;
+  hkv_ = c.num_key_value_heads / tp.world;
+  const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+
+  // Vocab-parallel embedding / LM head: rank r owns rows [r*V/world, (r+1)*V/world).
+  Tensor emb = ws.get("model.embed_tokens.weight", {V, H});
+  if (tp.world > 1) emb = shard_dim(emb, 0, tp.rank, tp.world);
+  embed_ = upload(emb);
+  if (c.tie_word_embeddings && !ws.has("lm_head.weight")) {
+    lm_head_ = embed_;
+  } else if (c.tie_word_embeddings) {
+    lm_head_ = embed_;  // tied: HF ignores a stored lm_head when tying
+  } else {
+    Tensor lm = ws.get("lm_head.weight", {V, H});
+    if (tp.world > 1) lm = shard_dim(lm, 0, tp.rank, tp.world);
+    lm_head_ = upload(lm);
+  }
+  final_norm_ = upload(load_replicated(ws, "model.norm.weight", {H}));
+  cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
+
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    Layer L;
+    L.qkv_w = upload(load_column_parallel(
+        ws, {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
+        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, tp));
+    if (c.attention_bias) {
+      L.qkv_b = upload(load_column_parallel(
+          ws, {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
+          {{Hq * D}, {Hkv * D}, {Hkv * D}}, tp));
+    }
+    L.o_w = upload(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp));
+    if (c.qk_norm) {
+      L.q_norm = upload(load_replicated(ws, p + "self_attn.q_norm.weight", {D}));
+      L.k_norm = upload(load_replicated(ws, p + "self_attn.k_norm.weight", {D}));
+    }
+    L.in_norm = upload(load_replicated(ws, p + "input_layernorm.weight", {H}));
+    L.post_norm = upload(load_replicated(ws, p + "post_attention_layernorm.weight", {H}));
+    L.gate_up_w = upload(load_column_parallel(
+        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}}, tp));
+    L.down_w = upload(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp));
+    layers_.push_back(std::move(L));
+  }
+}
+
+Tensor DecoderModel::forward(const BatchTensors& batch, KVCache& cache) {
+  NV_CHECK(tp_.world == 1, "tensor parallel forward needs a communicator (not available on this backend)");
+  const int64_t T = batch.num_tokens, H = cfg_.hidden_size, D = cfg_.head_dim;
+  const int64_t I = cfg_.intermediate_size;
+  const DType act = be_.act_dtype();
+  const float eps = float(cfg_.rms_norm_eps);
+  AttentionParams ap{hq_, hkv_, int(D), float(1.0 / std::sqrt(double(D)))};
+
+  Tensor x = be_.empty({T, H}, act);
+  Tensor residual = be_.empty({T, H}, act);
+  Tensor qkv = be_.empty({T, int64_t(hq_ + 2 * hkv_) * D}, act);
+  Tensor attn = be_.empty({T, int64_t(hq_) * D}, act);
+  Tensor gate_up = be_.empty({T, 2 * I}, act);
+  Tensor mlp = be_.empty({T, I}, act);
+
+  be_.embedding(batch.input_ids, embed_, 0, residual);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Layer& L = layers_[l];
+    if (l == 0) {
+      be_.rms_norm(residual, L.in_norm, eps, x);  // residual holds the embeddings
+    } else {
+      be_.add_rms_norm(x, residual, L.in_norm, eps);  // x = mlp out of the previous layer
+    }
+    be_.linear(x, L.qkv_w, L.qkv_b ? &L.qkv_b : nullptr, qkv);
+    be_.qk_norm_rope(qkv, batch.positions, L.q_norm ? &L.q_norm : nullptr,
+                     L.k_norm ? &L.k_norm : nullptr, eps, cos_sin_, ap);
+    be_.store_kv(qkv, batch.slot_mapping, cache.k[l], cache.v[l], ap);
+    be_.attention(qkv, cache.k[l], cache.v[l], batch, ap, attn);
+    be_.linear(attn, L.o_w, nullptr, x);
+    be_.add_rms_norm(x, residual, L.post_norm, eps);
+    be_.linear(x, L.gate_up_w, nullptr, gate_up);
+    be_.silu_and_mul(gate_up, mlp);
+    be_.linear(mlp, L.down_w, nullptr, x);
+  }
+  be_.add_rms_norm(x, residual, final_norm_, eps);
+  const int64_t S = batch.logits_indices.numel();
+  Tensor last = be_.empty({S, H}, act);
+  be_.gather_rows(x, batch.logits_indices, last);
+  Tensor logits = be_.empty({S, int64_t(cfg_.vocab_size / tp_.world)}, DType::F32);
+  be_.linear(last, lm_head_, nullptr, logits);
+  return logits;
+}
+
+}  // namespace nanovllm

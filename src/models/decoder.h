@@ -1,0 +1,55 @@
+// The Qwen3 / Qwen2 / Llama decoder-only transformer on a Backend. It knows nothing of
+// sequences or queues: each forward takes the step's BatchTensors and the paged KV cache.
+//
+// Per layer (T tokens):  x[T,H] -> add_rms_norm -> qkv = x W_qkv^T (+b) [T,(Hq+2Hkv)D]
+//   -> q/k norm (Qwen3) + RoPE -> store K,V by slot_mapping -> paged attention [T,Hq*D]
+//   -> o_proj [T,H] -> add_rms_norm -> gate_up [T,2I] -> silu*mul [T,I] -> down [T,H]
+// Final: add_rms_norm, gather logits_indices rows [S,H], LM head -> logits [S,V] F32.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "layers/linear.h"
+#include "models/model_config.h"
+
+namespace nanovllm {
+
+// Paged KV cache: one allocation [2, L, num_blocks * block_size, Hkv, D]; k[l] / v[l] are views.
+struct KVCache {
+  Tensor storage;
+  std::vector<Tensor> k, v;  // per layer [num_blocks * block_size, Hkv, D]
+  int num_blocks = 0;
+  int block_size = 0;
+  static size_t block_bytes(const ModelConfig& c, int block_size, DType dtype, int tp_world = 1);
+  static KVCache allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
+                          int tp_world = 1);
+};
+
+class DecoderModel {
+ public:
+  DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
+               int max_positions, TpInfo tp = {});
+  // logits [S, V] F32 on the backend's device, S = batch.logits_indices rows.
+  Tensor forward(const BatchTensors& batch, KVCache& cache);
+  const ModelConfig& config() const { return cfg_; }
+  size_t weight_bytes() const { return weight_bytes_; }  // bytes of all weights (one copy)
+  int num_local_q_heads() const { return hq_; }
+  int num_local_kv_heads() const { return hkv_; }
+
+ private:
+  struct Layer {
+    Tensor qkv_w, qkv_b, o_w, o_b, q_norm, k_norm, in_norm, post_norm, gate_up_w, down_w;
+  };
+  Tensor upload(const Tensor& host);
+
+  ModelConfig cfg_;
+  Backend& be_;
+  TpInfo tp_;
+  int hq_ = 0, hkv_ = 0;
+  std::vector<Layer> layers_;
+  Tensor embed_, lm_head_, final_norm_, cos_sin_;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace nanovllm

@@ -1,6 +1,7 @@
 #include "layers/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -14,10 +15,11 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Exp(1) noise for token i of a request step: -log(u), u in (0, 1) from Philox word i % 4 of
-// counter (i / 4, step). Double precision so tiny u never rounds to 0 or 1.
-inline double exp_noise_from_word(uint32_t w) {
-  return -std::log((static_cast<double>(w) + 0.5) * (1.0 / 4294967296.0));
+// Exp(1) noise for token i of a request step: -log(u) with u = (k + 0.5) / 2^23 in (0, 1),
+// k the top 23 bits of Philox word i % 4 of counter (i / 4, step). 23 bits keep u exactly
+// representable in float and strictly below 1, so the noise is never 0.
+inline float exp_noise_from_word(uint32_t w) {
+  return -std::log((static_cast<float>(w >> 9) + 0.5f) * (1.0f / 8388608.0f));
 }
 
 inline PhiloxCounter noise_counter(int64_t block, int64_t step) {
@@ -72,11 +74,16 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
   double lse = 0;
   if (want_lp) lse = fill_logprobs(row, V, p.logprobs, logprobs_out);
 
+  if (p.temperature == 0.f && !req.suppress_eos) {  // fast path: no copy needed
+    const int token = argmax(row, V);
+    if (want_lp)
+      logprobs_out->logprob = static_cast<float>(static_cast<double>(row[token]) - lse);
+    return token;
+  }
   thread_local std::vector<float> buf;
-  buf.assign(row, row + V);
+  buf.resize(static_cast<size_t>(V));
   float* x = buf.data();
-  for (int i = 0; i < V; ++i)
-    if (std::isnan(x[i])) x[i] = kNegInf;
+  for (int i = 0; i < V; ++i) x[i] = std::isnan(row[i]) ? kNegInf : row[i];
   if (req.suppress_eos) {
     auto mask = [&](const std::vector<int>& ids) {
       for (int id : ids)
@@ -103,38 +110,100 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
     if (!filtered) {
       // Race over the whole vocabulary: p_i / E_i with p_i = exp(x_i - m) (the softmax
       // normaliser does not change the argmax).
-      double best = -1;
-      token = 0;
+      // Exact pruning keeps this cheap: token i can only win if p_i / E_i > best, and
+      // E_i = -log(u_i) >= 1 - u_i >= 2^-24. So a token whose logit is far below
+      // m + log(best) cannot win (no exp), and one with p_i <= best * (1 - u_i) cannot win
+      // either (no log); the 0.999 / 18 margins absorb float rounding.
+      float best = 0.f;
+      float skip_below = kNegInf;  // m + log(best) - 18
+      float log_best = kNegInf;
+      token = -1;
       for (int b = 0; b * 4 < V; ++b) {
+        const int n = std::min(4, V - b * 4);
+        bool any = false;
+        for (int l = 0; l < n; ++l) any |= x[b * 4 + l] >= skip_below;
+        if (!any) continue;
         const PhiloxCounter r = philox4x32_10(noise_counter(b, req.step), key);
-        for (int l = 0; l < 4 && b * 4 + l < V; ++l) {
+        for (int l = 0; l < n; ++l) {
           const int i = b * 4 + l;
-          if (!(x[i] > kNegInf)) continue;
-          const double s = std::exp(static_cast<double>(x[i]) - m) / exp_noise_from_word(r[l]);
+          if (x[i] < skip_below) continue;
+          const uint32_t w = r[static_cast<size_t>(l)];
+          const float u = (static_cast<float>(w >> 9) + 0.5f) * (1.0f / 8388608.0f);
+          // floor(log2(1 - u)) from the float exponent: a lower bound of log(1 - u) / ln 2,
+          // so x - m <= log(best) + that bound implies p_i <= best * (1 - u): skip, no exp.
+          const int e2 = static_cast<int>((std::bit_cast<uint32_t>(1.0f - u) >> 23) & 0xff) - 127;
+          if (x[i] - m <= log_best + static_cast<float>(e2) * 0.6931472f - 1e-3f) continue;
+          const float pi = std::exp(x[i] - m);
+          if (!(pi > 0.f) || pi <= best * (1.0f - u) * 0.999f) continue;
+          const float s = pi / exp_noise_from_word(w);
           if (s > best) {
             best = s;
             token = i;
+            log_best = std::log(best);
+            skip_below = m + log_best - 18.f;
           }
         }
       }
+      if (token < 0) token = argmax(x, V);  // unreachable: the max token has p = 1
     } else {
-      // Candidates: finite logits, then top-k (ties at the k-th value kept, like vLLM).
       thread_local std::vector<int> cand;
+      float thr = kNegInf;    // top-k threshold (ties at the k-th value kept, like vLLM)
+      double total_all = -1;  // sum of exp(x - m) over the vocabulary, when needed
       cand.clear();
-      float thr = kNegInf;
       if (top_k_on) {
-        thread_local std::vector<float> tmp;
-        tmp.assign(x, x + V);
-        std::nth_element(tmp.begin(), tmp.begin() + (p.top_k - 1), tmp.end(), std::greater<>());
-        thr = tmp[static_cast<size_t>(p.top_k - 1)];
+        // k-th largest value: one pass with a size-k min-heap (most tokens fail the first
+        // comparison); nth_element on a copy for large k.
+        thread_local std::vector<float> heap;
+        heap.clear();
+        if (p.top_k <= 4096) {
+          for (int i = 0; i < V; ++i) {
+            if (static_cast<int>(heap.size()) < p.top_k) {
+              heap.push_back(x[i]);
+              std::push_heap(heap.begin(), heap.end(), std::greater<>());
+            } else if (x[i] > heap.front()) {
+              std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+              heap.back() = x[i];
+              std::push_heap(heap.begin(), heap.end(), std::greater<>());
+            }
+          }
+          thr = heap.front();
+        } else {
+          heap.assign(x, x + V);
+          std::nth_element(heap.begin(), heap.begin() + (p.top_k - 1), heap.end(), std::greater<>());
+          thr = heap[static_cast<size_t>(p.top_k - 1)];
+        }
+        for (int i = 0; i < V; ++i)
+          if (x[i] > kNegInf && x[i] >= thr) cand.push_back(i);
+      } else {
+        // Candidates live in a window x >= m - W that provably contains the final set: enough
+        // mass for the nucleus (top-p) or the min-p threshold. Widened until it does, so the
+        // common case touches few tokens.
+        const float minp_w = p.min_p > 0.f ? -std::log(p.min_p) : 0.f;
+        for (float W = p.top_p >= 1.f ? minp_w : 12.f;; W *= 2) {
+          const bool all = W > 200.f;
+          const float t = all ? kNegInf : m - W;
+          cand.clear();
+          for (int i = 0; i < V; ++i)
+            if (x[i] > kNegInf && x[i] >= t) cand.push_back(i);
+          if (all || p.top_p >= 1.f) break;
+          double in_window = 0;
+          for (int i : cand) in_window += std::exp(x[i] - m);
+          if (total_all < 0) {
+            total_all = 0;
+            for (int i = 0; i < V; ++i) total_all += std::exp(x[i] - m);
+          }
+          if (in_window >= static_cast<double>(p.top_p) * total_all * (1 - 1e-6)) break;
+        }
       }
-      for (int i = 0; i < V; ++i)
-        if (x[i] > kNegInf && x[i] >= thr) cand.push_back(i);
       // Unnormalised probabilities relative to the max (which always survives).
-      auto prob = [&](int i) { return std::exp(static_cast<double>(x[i]) - m); };
+      auto prob = [&](int i) { return static_cast<double>(std::exp(x[i] - m)); };
       if (p.top_p < 1.f) {
         double total = 0;
-        for (int i : cand) total += prob(i);
+        if (top_k_on || total_all < 0) {
+          for (int i : cand) total += prob(i);
+        } else {
+          total = total_all;
+        }
         const double target = static_cast<double>(p.top_p) * total;
         auto by_prob = [&](int a, int b) { return x[a] != x[b] ? x[a] > x[b] : a < b; };
         // Sort only a growing prefix: the nucleus is usually tiny compared with V.

@@ -21,6 +21,7 @@ struct RopeScaling {
 struct ModelConfig {
   Arch arch = Arch::Qwen3;
   std::string architecture;  // as written in config.json
+  std::string model_type;    // "qwen3" / "qwen2" / "llama" as written (informational)
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_hidden_layers = 0;
@@ -35,9 +36,10 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v bias (Qwen2 always; Llama/Qwen3 per config)
   bool qk_norm = false;         // Qwen3 per-head q/k RMSNorm
-  DType torch_dtype = DType::BF16;
+  DType torch_dtype = DType::BF16;  // from_json_text: float32 when the config names none
   std::string hidden_act = "silu";
-  std::vector<int> eos_token_ids;  // from config.json (generation_config.json may override)
+  // from config.json; from_dir() appends generation_config.json's eos ids not already listed
+  std::vector<int> eos_token_ids;
   int bos_token_id = -1;
 
   // Parses a config.json text; `where` names the file in errors. Errors name the field and

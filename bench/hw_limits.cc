@@ -1,0 +1,138 @@
+// Hardware ceilings on this machine, and the CPU linear layer against them:
+//  1. memory read bandwidth (STREAM-like: every thread sums its slice of a 1 GiB buffer);
+//  2. peak GEMM GFLOP/s: OpenBLAS sgemm, oneDNN f32 matmul, oneDNN bf16 matmul (when supported);
+//  3. nanovllm's linear on Qwen3-0.6B shapes: decode (M = 1, bf16 weights) as GB/s of weights,
+//     prefill (M = 512) as GFLOP/s.
+// Usage: bench_hw_limits [--json]. Prints one JSON object with --json.
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+#include <vector>
+
+#ifdef NANOVLLM_HAVE_DNNL
+#include <dnnl.hpp>
+#endif
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/simd.h"
+#include "util/cpu_features.h"
+#include "util/tensor.h"
+#include "util/thread_pool.h"
+
+using namespace nanovllm;
+using clk = std::chrono::steady_clock;
+
+template <class F>
+double best_seconds(int reps, F&& f) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = clk::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(clk::now() - t0).count());
+  }
+  return best;
+}
+
+NV_TARGET_AVX2 static float sum_avx2(const float* p, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  return cpu::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+int main(int argc, char** argv) {
+  bool json = argc > 1 && !std::strcmp(argv[1], "--json");
+  ThreadPool pool(0);
+  nlohmann::json out;
+  out["threads"] = pool.size();
+  out["cpu_isa"] = cpu_features().summary();
+
+  // 1. Read bandwidth.
+  const int64_t n = (int64_t(1) << 30) / 4;
+  Tensor buf = Tensor::empty({n}, DType::F32);
+  pool.parallel_for(n, [&](int64_t a, int64_t b) {
+    std::fill(buf.data<float>() + a, buf.data<float>() + b, 1.f);
+  }, 1 << 16);
+  std::vector<float> sink(size_t(pool.size()));
+  double t = best_seconds(5, [&] {
+    pool.parallel_for(n, [&](int64_t a, int64_t b) {
+      sink[0] += sum_avx2(buf.data<float>() + a, b - a);
+    }, 1 << 16);
+  });
+  out["read_bandwidth_gb_s"] = double(n) * 4 / t / 1e9;
+  buf = Tensor();
+
+  // 2. Peak GEMM (square, 2048).
+  const int S = 2048;
+  std::vector<float> A(size_t(S) * S), B(size_t(S) * S), C(size_t(S) * S);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (auto& x : A) x = nd(rng);
+  for (auto& x : B) x = nd(rng);
+  t = best_seconds(3, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, S, 1.f, A.data(), S, B.data(), S,
+                0.f, C.data(), S);
+  });
+  out["openblas_sgemm_gflops"] = 2.0 * S * S * S / t / 1e9;
+#ifdef NANOVLLM_HAVE_DNNL
+  using namespace dnnl;
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  for (auto dt : {memory::data_type::f32, memory::data_type::bf16}) {
+    try {
+      memory::desc a_md({S, S}, dt, memory::format_tag::ab);
+      memory::desc b_md({S, S}, dt, memory::format_tag::ba);  // weights [N, K] row-major = K x N "ba"
+      memory::desc c_md({S, S}, memory::data_type::f32, memory::format_tag::ab);
+      matmul::primitive_desc pd(matmul::desc(a_md, b_md, c_md), eng);
+      matmul prim(pd);
+      memory am(a_md, eng), bm(b_md, eng), cm(c_md, eng);
+      if (dt == memory::data_type::f32) {
+        std::memcpy(am.get_data_handle(), A.data(), A.size() * 4);
+        std::memcpy(bm.get_data_handle(), B.data(), B.size() * 4);
+      } else {
+        convert_f32_to(A.data(), am.get_data_handle(), DType::BF16, int64_t(A.size()));
+        convert_f32_to(B.data(), bm.get_data_handle(), DType::BF16, int64_t(B.size()));
+      }
+      t = best_seconds(3, [&] {
+        prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+        strm.wait();
+      });
+      out[dt == memory::data_type::f32 ? "onednn_f32_gflops" : "onednn_bf16_gflops"] =
+          2.0 * S * S * S / t / 1e9;
+    } catch (const dnnl::error& e) {
+      out[dt == memory::data_type::f32 ? "onednn_f32_gflops" : "onednn_bf16_gflops"] =
+          std::string("unsupported: ") + e.what();
+    }
+  }
+#endif
+
+  // 3. nanovllm linear on Qwen3-0.6B MLP shapes (gate_up: N = 6144, K = 1024).
+  const int64_t N = 6144, K = 1024;
+  Tensor w = Tensor::empty({N, K}, DType::BF16);
+  for (int64_t i = 0; i < N * K; ++i) w.data<uint16_t>()[i] = f32_to_bf16(nd(rng) * 0.05f);
+  for (int M : {1, 4, 512}) {
+    Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, N}, DType::F32);
+    for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
+    int reps = M == 512 ? 3 : 50;
+    t = best_seconds(reps, [&] { cpu::linear(x, w, nullptr, y, pool); });
+    std::string key = "linear_bf16_m" + std::to_string(M);
+    out[key + "_weight_gb_s"] = double(N * K * 2) / t / 1e9;
+    out[key + "_gflops"] = 2.0 * M * N * K / t / 1e9;
+  }
+  if (json) {
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return 0;
+}

@@ -1,0 +1,384 @@
+#include "engine/llm_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "layers/sampler.h"
+#include "tokenizer/chat_template.h"
+#include "util/progress.h"
+
+namespace nanovllm {
+
+namespace fs = std::filesystem;
+
+struct LLMEngine::Request {
+  uint64_t id = 0;
+  bool stream = false;
+  SamplingParams params;
+  std::vector<int> prompt_ids;
+  std::unique_ptr<IncrementalDetokenizer> detok;
+  std::string text;              // decoded generated text so far
+  size_t streamed_text = 0;      // bytes of `text` already sent in deltas
+  size_t streamed_tokens = 0;
+  std::vector<int> out_tokens;   // generated token ids
+  std::vector<TokenLogprobs> logprobs;
+  size_t streamed_logprobs = 0;
+  uint64_t seed = 0;
+  int num_cached_tokens = 0;
+  bool stopped_by_string = false;
+  bool finished = false;
+  std::string finish_reason, error;
+};
+
+LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.num_threads) {
+  config_.validate();
+  NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
+           "' has no config.json");
+  mc_ = ModelConfig::from_dir(config_.model);
+  config_.max_model_len = std::min(config_.max_model_len, mc_.max_position_embeddings);
+  if (fs::exists(fs::path(config_.model) / "tokenizer.json"))
+    tokenizer_ = Tokenizer::from_dir(config_.model);
+
+  // EOS: generation_config.json / tokenizer_config.json (via the tokenizer), then config.json.
+  if (tokenizer_) eos_ids_ = tokenizer_->eos_token_ids();
+  for (int id : mc_.eos_token_ids)
+    if (std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end()) eos_ids_.push_back(id);
+
+  runner_ = std::make_unique<ModelRunner>(config_, mc_);
+  config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
+  // A sequence must always fit the cache alone, or it could be preempted forever.
+  const int cache_tokens = config_.num_kvcache_blocks * config_.kvcache_block_size;
+  if (config_.max_model_len > cache_tokens) {
+    std::fprintf(stderr, "nanovllm: max_model_len lowered from %d to %d to fit the KV cache\n",
+                 config_.max_model_len, cache_tokens);
+    config_.max_model_len = cache_tokens;
+  }
+  NV_CHECK(config_.policy != "prefill-first" ||
+               config_.max_num_batched_tokens >= config_.max_model_len,
+           "max_num_batched_tokens (", config_.max_num_batched_tokens,
+           ") must be >= max_model_len (", config_.max_model_len,
+           ") with policy prefill-first; use --policy mixed for chunked prefill");
+
+  SchedulerConfig sc;
+  sc.max_num_seqs = config_.max_num_seqs;
+  sc.max_num_batched_tokens = config_.max_num_batched_tokens;
+  sc.num_kvcache_blocks = config_.num_kvcache_blocks;
+  sc.block_size = config_.kvcache_block_size;
+  sc.max_model_len = config_.max_model_len;
+  sc.policy = config_.policy;
+  sc.enable_prefix_caching = config_.enable_prefix_caching;
+  sc.eos_token_ids = eos_ids_;
+  scheduler_ = std::make_unique<Scheduler>(sc);
+  stats_.num_blocks_total = config_.num_kvcache_blocks;
+}
+
+LLMEngine::~LLMEngine() = default;
+
+size_t LLMEngine::weight_bytes() const { return runner_->model().weight_bytes(); }
+
+uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params, bool stream) {
+  params.validate();
+  auto r = std::make_unique<Request>();
+  r->id = next_id_++;
+  r->stream = stream;
+  r->params = params;
+  if (params.seed) {
+    r->seed = *params.seed;
+  } else {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    r->seed = rng();
+  }
+  std::string error;
+  if (auto* text = std::get_if<std::string>(&prompt.value)) {
+    NV_CHECK(tokenizer_ != nullptr, "text prompt given but the model directory has no "
+             "tokenizer.json; pass token ids");
+    r->prompt_ids = tokenizer_->encode(*text, prompt.add_special_tokens);
+  } else {
+    r->prompt_ids = std::get<std::vector<int>>(prompt.value);
+  }
+  for (int id : r->prompt_ids)
+    NV_CHECK(id >= 0 && id < mc_.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ",
+             mc_.vocab_size, ")");
+  NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  if (tokenizer_)
+    r->detok = std::make_unique<IncrementalDetokenizer>(*tokenizer_, params.skip_special_tokens);
+
+  const uint64_t id = r->id;
+  auto seq = std::make_unique<Sequence>(id, r->prompt_ids, params, config_.kvcache_block_size);
+  Request* rp = r.get();
+  requests_[id] = std::move(r);
+  try {
+    scheduler_->add(std::move(seq));
+  } catch (const Error& e) {
+    // The request can never run: report it as a finished error output on the next step().
+    rp->finished = true;
+    rp->finish_reason = "error";
+    rp->error = e.what();
+    stats_.failed_requests++;
+    pending_failed_.push_back(make_output(*rp, nullptr));
+    if (rp->stream) push_delta(*rp, true);
+    requests_.erase(id);
+  }
+  return id;
+}
+
+void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogprobs* lp) {
+  r.out_tokens.push_back(token);
+  if (lp) r.logprobs.push_back(*lp);
+  if (!r.detok) return;
+  const size_t before = r.text.size();
+  r.text += r.detok->push(token);
+  if (r.params.stop.empty()) return;
+  size_t max_stop = 0;
+  for (const auto& s : r.params.stop) max_stop = std::max(max_stop, s.size());
+  const size_t from = before >= max_stop ? before - max_stop + 1 : 0;
+  size_t best = std::string::npos;
+  for (const auto& s : r.params.stop) {
+    size_t pos = r.text.find(s, from);
+    if (pos != std::string::npos && pos < best) best = pos;
+  }
+  if (best != std::string::npos) {
+    r.text.resize(best);
+    r.stopped_by_string = true;
+  }
+  (void)seq;
+}
+
+void LLMEngine::push_delta(Request& r, bool final_delta) {
+  StreamDelta d;
+  d.request_id = r.id;
+  d.token_ids.assign(r.out_tokens.begin() + long(r.streamed_tokens), r.out_tokens.end());
+  r.streamed_tokens = r.out_tokens.size();
+  d.logprobs.assign(r.logprobs.begin() + long(r.streamed_logprobs), r.logprobs.end());
+  r.streamed_logprobs = r.logprobs.size();
+  size_t upto = r.text.size();
+  if (!final_delta && !r.params.stop.empty()) {
+    // Hold back a possible stop-string prefix, on a UTF-8 character boundary.
+    size_t max_stop = 0;
+    for (const auto& s : r.params.stop) max_stop = std::max(max_stop, s.size());
+    upto = upto > max_stop - 1 ? upto - (max_stop - 1) : 0;
+    while (upto > r.streamed_text && (static_cast<unsigned char>(r.text[upto]) & 0xC0) == 0x80) --upto;
+  }
+  if (upto > r.streamed_text) {
+    d.text = r.text.substr(r.streamed_text, upto - r.streamed_text);
+    r.streamed_text = upto;
+  }
+  d.finished = final_delta;
+  d.finish_reason = final_delta ? r.finish_reason : "";
+  d.error = r.error;
+  d.num_prompt_tokens = int(r.prompt_ids.size());
+  d.num_generated_tokens = int(r.out_tokens.size());
+  if (d.token_ids.empty() && d.text.empty() && !final_delta) return;
+  deltas_.push_back(std::move(d));
+}
+
+RequestOutput LLMEngine::make_output(Request& r, const Sequence* seq) {
+  RequestOutput o;
+  o.request_id = r.id;
+  o.prompt_token_ids = r.prompt_ids;
+  o.token_ids = r.out_tokens;
+  o.text = r.text;
+  o.finished = true;
+  o.finish_reason = r.finish_reason;
+  o.error = r.error;
+  o.num_cached_tokens = r.num_cached_tokens;
+  o.logprobs = r.logprobs;
+  (void)seq;
+  return o;
+}
+
+void LLMEngine::finish_request(uint64_t id, const std::string& reason,
+                               std::vector<RequestOutput>& out) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  Request& r = *it->second;
+  r.finished = true;
+  r.finish_reason = reason;
+  if (r.detok && !r.stopped_by_string) r.text += r.detok->finish();
+  if (reason == "abort") stats_.aborted_requests++;
+  else stats_.finished_requests++;
+  out.push_back(make_output(r, nullptr));
+  if (r.stream) push_delta(r, true);
+  requests_.erase(it);
+}
+
+std::vector<RequestOutput> LLMEngine::step() {
+  std::vector<RequestOutput> out;
+  out.swap(pending_failed_);
+  if (scheduler_->is_finished()) {
+    refresh_stats();
+    return out;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint64_t> was_waiting;
+  for (const Sequence* s : scheduler_->waiting()) was_waiting.push_back(s->seq_id);
+
+  SchedulerOutput so = scheduler_->schedule();
+  if (so.empty()) {
+    refresh_stats();
+    return out;
+  }
+  // Prefix-cache accounting for sequences admitted in this step.
+  for (const auto& ss : so.seqs) {
+    if (std::find(was_waiting.begin(), was_waiting.end(), ss.seq->seq_id) == was_waiting.end())
+      continue;
+    if (ss.seq->status != SequenceStatus::RUNNING) continue;
+    stats_.prefix_cache_hit_tokens += ss.seq->num_prefix_hit_tokens;
+    stats_.prefix_cache_query_tokens += ss.seq->size();
+    auto it = requests_.find(ss.seq->seq_id);
+    if (it != requests_.end() && it->second->out_tokens.empty()) {
+      it->second->num_cached_tokens = ss.seq->num_prefix_hit_tokens;
+      stats_.prompt_tokens += ss.seq->num_prompt_tokens;
+    }
+  }
+
+  HostBatch hb = runner_->prepare(so);
+  Tensor logits = runner_->run(hb);
+
+  std::vector<SampleRequest> reqs;
+  std::vector<Sequence*> sampled;
+  for (const auto& ss : so.seqs) {
+    if (!ss.sample) continue;
+    Sequence* s = ss.seq;
+    auto it = requests_.find(s->seq_id);
+    NV_CHECK(it != requests_.end(), "scheduled sequence ", s->seq_id, " has no request");
+    SampleRequest q;
+    q.params = &it->second->params;
+    q.seed = it->second->seed;
+    q.step = s->num_completion_tokens();
+    q.suppress_eos = s->num_completion_tokens() < s->params.min_tokens;
+    q.eos_ids = &eos_ids_;
+    reqs.push_back(q);
+    sampled.push_back(s);
+  }
+  const int S = int(reqs.size());
+  const int V = int(logits.size(-1));
+  NV_CHECK_EQ(int64_t(S), logits.size(0), "logits rows vs sampled sequences");
+  std::vector<TokenLogprobs> lps;
+  bool want_lp = false;
+  for (auto& q : reqs) want_lp |= q.params->logprobs >= 0;
+  std::vector<int> tokens = sample(logits.data<float>(), S, V, reqs, &host_pool_,
+                                   want_lp ? &lps : nullptr);
+
+  std::vector<std::unique_ptr<Sequence>> finished = scheduler_->postprocess(so, tokens);
+  for (int i = 0; i < S; ++i) {
+    Request& r = *requests_.at(sampled[size_t(i)]->seq_id);
+    const TokenLogprobs* lp =
+        (want_lp && r.params.logprobs >= 0 && size_t(i) < lps.size()) ? &lps[size_t(i)] : nullptr;
+    on_token(r, *sampled[size_t(i)], tokens[size_t(i)], lp);
+  }
+  std::vector<uint64_t> done_ids;
+  for (auto& f : finished) {
+    auto it = requests_.find(f->seq_id);
+    if (it == requests_.end()) continue;
+    std::string reason = it->second->stopped_by_string ? "stop" : f->finish_reason;
+    finish_request(f->seq_id, reason.empty() ? "stop" : reason, out);
+    done_ids.push_back(f->seq_id);
+  }
+  // Stop strings found in sequences the scheduler still runs: finish them now (frees blocks).
+  for (Sequence* s : sampled) {
+    auto it = requests_.find(s->seq_id);
+    if (it == requests_.end()) continue;
+    if (it->second->stopped_by_string) {
+      auto owned = scheduler_->finish(s->seq_id, "stop");
+      finish_request(s->seq_id, "stop", out);
+    } else if (it->second->stream) {
+      push_delta(*it->second, false);
+    }
+  }
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  last_step_ = StepStats{};
+  last_step_.num_seqs = int(so.seqs.size());
+  last_step_.num_prefill_tokens = so.num_prefill_tokens;
+  last_step_.num_decode_tokens = so.num_decode_tokens;
+  last_step_.num_preempted = so.num_preempted;
+  last_step_.seconds = secs;
+  stats_.steps++;
+  stats_.prefill_tokens += so.num_prefill_tokens;
+  stats_.decode_tokens += so.num_decode_tokens;
+  stats_.preemptions += so.num_preempted;
+  stats_.max_batch_size = std::max(stats_.max_batch_size, int(so.seqs.size()));
+  if (so.num_prefill_tokens > 0) stats_.prefill_seconds += secs;
+  else stats_.decode_seconds += secs;
+  refresh_stats();
+  last_step_.num_blocks_used = stats_.num_blocks_used;
+  return out;
+}
+
+void LLMEngine::refresh_stats() {
+  stats_.num_blocks_used = scheduler_->block_manager().num_used_blocks();
+  stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, stats_.num_blocks_used);
+  stats_.num_running = int(scheduler_->num_running());
+  stats_.num_waiting = int(scheduler_->num_waiting());
+}
+
+bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_failed_.empty(); }
+
+void LLMEngine::abort(uint64_t id) {
+  if (!requests_.count(id)) return;
+  auto owned = scheduler_->finish(id, "abort");
+  finish_request(id, "abort", pending_failed_);
+  refresh_stats();
+}
+
+std::vector<StreamDelta> LLMEngine::take_stream_deltas() {
+  std::vector<StreamDelta> d;
+  d.swap(deltas_);
+  return d;
+}
+
+std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompts,
+                                               const std::vector<SamplingParams>& params,
+                                               bool progress) {
+  NV_CHECK(params.size() == 1 || params.size() == prompts.size(), "generate: ", params.size(),
+           " sampling params for ", prompts.size(), " prompts (give one or one per prompt)");
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    ids.push_back(add_request(prompts[i], params.size() == 1 ? params[0] : params[i], false));
+  std::map<uint64_t, RequestOutput> done;
+  ProgressBar bar("generate", int64_t(prompts.size()), progress);
+  int64_t p0 = stats_.prefill_tokens, d0 = stats_.decode_tokens;
+  double ps0 = stats_.prefill_seconds, ds0 = stats_.decode_seconds;
+  while (done.size() < ids.size()) {
+    for (auto& o : step()) done[o.request_id] = std::move(o);
+    if (progress) {
+      char buf[128];
+      double ps = stats_.prefill_seconds - ps0, ds = stats_.decode_seconds - ds0;
+      std::snprintf(buf, sizeof buf, "prefill %.0f tok/s decode %.0f tok/s",
+                    ps > 0 ? double(stats_.prefill_tokens - p0) / ps : 0.0,
+                    ds > 0 ? double(stats_.decode_tokens - d0) / ds : 0.0);
+      bar.update(int64_t(done.size()), buf);
+    }
+    if (done.size() < ids.size() && is_finished()) break;  // defensive: never spin
+  }
+  bar.finish();
+  std::vector<RequestOutput> out;
+  for (uint64_t id : ids) {
+    auto it = done.find(id);
+    NV_CHECK(it != done.end(), "request ", id, " did not finish");
+    out.push_back(std::move(it->second));
+  }
+  return out;
+}
+
+std::string LLMEngine::apply_chat_template(const std::string& messages_json,
+                                           bool add_generation_prompt,
+                                           const std::string& extra_kwargs_json) const {
+  NV_CHECK(tokenizer_ && !tokenizer_->chat_template().empty(),
+           "the model's tokenizer_config.json has no chat_template");
+  nlohmann::json messages = nlohmann::json::parse(messages_json);
+  nlohmann::json extra = nlohmann::json::parse(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json);
+  nlohmann::json tools = nullptr;
+  if (extra.contains("tools")) {
+    tools = extra["tools"];
+    extra.erase("tools");
+  }
+  return nanovllm::apply_chat_template(tokenizer_->chat_template(), messages, add_generation_prompt,
+                                       extra, tokenizer_->bos_token(), tokenizer_->eos_token(), tools);
+}
+
+}  // namespace nanovllm

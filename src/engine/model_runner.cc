@@ -1,0 +1,98 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "loader/safetensors.h"
+
+namespace nanovllm {
+
+namespace {
+int64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return int64_t(4) << 30;
+}
+}  // namespace
+
+int64_t ModelRunner::cpu_kv_budget(const Config& c) {
+  if (c.cpu_kvcache_bytes > 0) return c.cpu_kvcache_bytes;
+  return int64_t(double(mem_available_bytes()) * c.cpu_kvcache_fraction);
+}
+
+ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(config), mc_(mc) {
+  bool want_cuda = config.device == "cuda" || (config.device == "auto" && cuda_available());
+  backend_ = want_cuda ? make_cuda_backend(0) : make_cpu_backend(config.num_threads);
+  NV_CHECK(config.tensor_parallel_size == 1 || want_cuda,
+           "tensor_parallel_size ", config.tensor_parallel_size,
+           " needs the CUDA backend with NCCL; the CPU backend runs one rank");
+  WeightStore ws = WeightStore::open_dir(config.model);
+  model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len);
+
+  const int bs = config.kvcache_block_size;
+  int num_blocks = config.num_kvcache_blocks;
+  if (num_blocks < 0) {
+    const size_t bb = KVCache::block_bytes(mc, bs, backend_->act_dtype());
+    NV_CHECK(backend_->device() == Device::CPU,
+             "CUDA KV sizing is done by the CUDA runner");  // TODO(cuda): warm-up based sizing
+    int64_t budget = cpu_kv_budget(config);
+    int64_t fit = budget / int64_t(bb);
+    // No more than every sequence at max_model_len could ever use.
+    int64_t need = int64_t(config.max_num_seqs) * ((config.max_model_len + bs - 1) / bs);
+    num_blocks = int(std::min<int64_t>(fit, need));
+    NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ", bb,
+             " bytes; raise --kv-cache-bytes");
+  }
+  kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs);
+}
+
+HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
+  HostBatch hb;
+  const int bs = config_.kvcache_block_size;
+  hb.block_size = bs;
+  hb.num_seqs = int(out.seqs.size());
+  hb.cu_seqlens_q.push_back(0);
+  size_t max_blocks = 1;
+  for (const auto& s : out.seqs) max_blocks = std::max(max_blocks, s.seq->block_table.size());
+  hb.block_table_stride = int(max_blocks);
+  hb.block_tables.assign(size_t(hb.num_seqs) * max_blocks, -1);
+  hb.decode_only = true;
+  for (int b = 0; b < hb.num_seqs; ++b) {
+    const ScheduledSeq& s = out.seqs[size_t(b)];
+    const Sequence& seq = *s.seq;
+    const int start = seq.num_cached_tokens, n = s.num_new_tokens;
+    NV_CHECK(n >= 1 && start + n <= seq.size(), "bad schedule for seq ", seq.seq_id, ": start ",
+             start, " + ", n, " > ", seq.size());
+    NV_CHECK(int64_t(seq.block_table.size()) * bs >= start + n, "seq ", seq.seq_id,
+             " has too few blocks");
+    for (int p = start; p < start + n; ++p) {
+      hb.input_ids.push_back(seq.token_ids[size_t(p)]);
+      hb.positions.push_back(p);
+      hb.slot_mapping.push_back(seq.block_table[size_t(p / bs)] * bs + p % bs);
+    }
+    hb.cu_seqlens_q.push_back(hb.cu_seqlens_q.back() + n);
+    hb.context_lens.push_back(start + n);
+    hb.max_seqlen_q = std::max(hb.max_seqlen_q, n);
+    hb.max_seqlen_k = std::max(hb.max_seqlen_k, start + n);
+    std::copy(seq.block_table.begin(), seq.block_table.end(),
+              hb.block_tables.begin() + int64_t(b) * int64_t(max_blocks));
+    if (n != 1) hb.decode_only = false;
+    if (s.sample) hb.logits_indices.push_back(hb.cu_seqlens_q.back() - 1);
+  }
+  hb.num_tokens = int(hb.input_ids.size());
+  return hb;
+}
+
+Tensor ModelRunner::run(const HostBatch& hb) {
+  BatchTensors bt = backend_->upload_batch(hb);
+  Tensor logits = model_->forward(bt, kv_);
+  return backend_->to_host(logits);
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,38 @@
+// ModelRunner: owns the backend, the model and the KV cache. Turns the scheduler's output into
+// the step's batch metadata (HostBatch: input_ids, positions, cu_seqlens_q, context_lens,
+// slot_mapping, block_tables, logits_indices), runs the forward pass and returns host logits.
+#pragma once
+#include <memory>
+
+#include "engine/scheduler.h"
+#include "kernels/backend.h"
+#include "models/decoder.h"
+#include "nanovllm/config.h"
+
+namespace nanovllm {
+
+class ModelRunner {
+ public:
+  // Loads weights and sizes the KV cache (config.num_kvcache_blocks == -1: from the budget).
+  ModelRunner(const Config& config, const ModelConfig& model_config);
+  int num_kvcache_blocks() const { return kv_.num_blocks; }
+  Backend& backend() { return *backend_; }
+  const DecoderModel& model() const { return *model_; }
+
+  // Builds the step's metadata. Logits rows follow the order of seqs with sample == true.
+  HostBatch prepare(const SchedulerOutput& out) const;
+  // Forward for a prepared batch; logits [S, V] F32 on the host.
+  Tensor run(const HostBatch& batch);
+
+  // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).
+  static int64_t cpu_kv_budget(const Config& config);
+
+ private:
+  Config config_;
+  ModelConfig mc_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<DecoderModel> model_;
+  KVCache kv_;
+};
+
+}  // namespace nanovllm

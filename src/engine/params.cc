@@ -1,0 +1,43 @@
+// Validation of the public configuration structs (declared in include/nanovllm/*.h).
+#include <cmath>
+
+#include "nanovllm/config.h"
+#include "nanovllm/sampling_params.h"
+#include "util/check.h"
+
+namespace nanovllm {
+
+void SamplingParams::validate() const {
+  if (!(std::isfinite(temperature) && temperature >= 0.f))
+    NV_THROW("temperature must be finite and >= 0, got ", temperature);
+  if (top_k < -1) NV_THROW("top_k must be -1 or 0 (disabled) or >= 1, got ", top_k);
+  if (!(top_p > 0.f && top_p <= 1.f)) NV_THROW("top_p must be in (0, 1], got ", top_p);
+  if (!(min_p >= 0.f && min_p <= 1.f)) NV_THROW("min_p must be in [0, 1], got ", min_p);
+  if (max_tokens < 1) NV_THROW("max_tokens must be >= 1, got ", max_tokens);
+  if (min_tokens < 0 || min_tokens > max_tokens)
+    NV_THROW("min_tokens must be in [0, max_tokens=", max_tokens, "], got ", min_tokens);
+  if (logprobs < -1 || logprobs > 20) NV_THROW("logprobs must be in [-1, 20], got ", logprobs);
+  for (const auto& s : stop)
+    if (s.empty()) NV_THROW("stop strings must be non-empty, got an empty string");
+}
+
+void Config::validate() const {
+  if (kvcache_block_size <= 0 || kvcache_block_size % 16 != 0)
+    NV_THROW("kvcache_block_size must be a positive multiple of 16, got ", kvcache_block_size);
+  if (max_num_seqs < 1) NV_THROW("max_num_seqs must be >= 1, got ", max_num_seqs);
+  if (max_num_batched_tokens < 1)
+    NV_THROW("max_num_batched_tokens must be >= 1, got ", max_num_batched_tokens);
+  if (max_model_len < 1) NV_THROW("max_model_len must be >= 1, got ", max_model_len);
+  if (tensor_parallel_size < 1)
+    NV_THROW("tensor_parallel_size must be >= 1, got ", tensor_parallel_size);
+  if (policy != "prefill-first" && policy != "mixed")
+    NV_THROW("policy must be prefill-first or mixed, got '", policy, "'");
+  if (device != "auto" && device != "cpu" && device != "cuda")
+    NV_THROW("device must be auto, cpu or cuda, got '", device, "'");
+  if (!(gpu_memory_utilization > 0.f && gpu_memory_utilization <= 1.f))
+    NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
+  if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
+    NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,257 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "util/check.h"
+
+namespace nanovllm {
+
+Scheduler::Scheduler(const SchedulerConfig& config)
+    : config_(config),
+      mixed_(config.policy == "mixed"),
+      max_seq_len_(0),
+      block_manager_(config.num_kvcache_blocks, config.block_size, config.enable_prefix_caching) {
+  NV_CHECK(config.policy == "prefill-first" || config.policy == "mixed",
+           "unknown scheduling policy '", config.policy, "' (prefill-first | mixed)");
+  NV_CHECK_GE(config.max_num_seqs, 1);
+  NV_CHECK_GE(config.max_num_batched_tokens, 1);
+  NV_CHECK_GE(config.max_model_len, 1);
+  const int64_t cache_tokens =
+      static_cast<int64_t>(config.num_kvcache_blocks) * config.block_size;
+  max_seq_len_ = static_cast<int>(std::min<int64_t>(config.max_model_len, cache_tokens + 1));
+}
+
+void Scheduler::add(std::unique_ptr<Sequence> seq) {
+  NV_CHECK(seq != nullptr);
+  NV_CHECK_EQ(seq->block_size, config_.block_size, "sequence block size");
+  const int n = seq->size();
+  if (n == 0) NV_THROW("prompt is empty");
+  if (n > config_.max_model_len)
+    NV_THROW("prompt has ", n, " tokens, more than max_model_len ", config_.max_model_len);
+  if (seq->num_blocks() > block_manager_.num_blocks())
+    NV_THROW("prompt has ", n, " tokens and needs ", seq->num_blocks(), " KV-cache blocks of ",
+             config_.block_size, " tokens, more than the ", block_manager_.num_blocks(),
+             " blocks in the cache");
+  if (!mixed_ && n > config_.max_num_batched_tokens)
+    NV_THROW("prompt has ", n, " tokens, more than max_num_batched_tokens ",
+             config_.max_num_batched_tokens, " (raise it or use the mixed policy)");
+  if (seqs_.count(seq->seq_id)) NV_THROW("duplicate sequence id ", seq->seq_id);
+  NV_CHECK(seq->block_table.empty(), "a new sequence must not hold blocks");
+  seq->status = SequenceStatus::WAITING;
+  seq->num_cached_tokens = 0;
+  seq->prefilled = false;
+  Sequence* raw = seq.get();
+  seqs_.emplace(raw->seq_id, std::move(seq));
+  waiting_.push_back(raw);
+}
+
+SchedulerOutput Scheduler::schedule() {
+  return mixed_ ? schedule_mixed() : schedule_prefill_first();
+}
+
+void Scheduler::preempt(Sequence* seq, SchedulerOutput& out) {
+  seq->status = SequenceStatus::WAITING;
+  seq->prefilled = false;
+  block_manager_.deallocate(*seq);
+  waiting_.push_front(seq);
+  ++out.num_preempted;
+  ++num_preemptions_;
+}
+
+SchedulerOutput Scheduler::schedule_prefill_first() {
+  SchedulerOutput out;
+  int num_seqs = 0;
+  int num_batched_tokens = 0;
+  // Prefill: admit waiting sequences in order while the batch, the token budget and the free
+  // blocks allow. The budget check uses the full length, the charge only uncached tokens.
+  while (!waiting_.empty() && num_seqs < config_.max_num_seqs) {
+    Sequence* seq = waiting_.front();
+    // A preempted sequence may have grown past the budget; it then runs alone (otherwise it
+    // could never run again). Fresh prompts over the budget are rejected by add().
+    if (!out.seqs.empty() && num_batched_tokens + seq->size() > config_.max_num_batched_tokens)
+      break;
+    if (!block_manager_.can_allocate(*seq)) break;
+    ++num_seqs;
+    block_manager_.allocate(*seq);
+    const int n = seq->size() - seq->num_cached_tokens;
+    num_batched_tokens += n;
+    seq->status = SequenceStatus::RUNNING;
+    waiting_.pop_front();
+    running_.push_back(seq);
+    out.seqs.push_back({seq, n, true, seq->seq_id});
+  }
+  if (!out.seqs.empty()) {
+    out.is_prefill = true;
+    out.num_prefill_tokens = num_batched_tokens;
+    return out;
+  }
+
+  // Decode: one token for each running sequence (in order); when no block is free for a
+  // sequence that needs one, preempt the youngest (tail), and finally the sequence itself.
+  std::vector<Sequence*> scheduled;
+  while (!running_.empty() && num_seqs < config_.max_num_seqs) {
+    Sequence* seq = running_.front();
+    running_.pop_front();
+    bool ok = true;
+    while (!block_manager_.can_append(*seq)) {
+      if (!running_.empty()) {
+        Sequence* victim = running_.back();
+        running_.pop_back();
+        preempt(victim, out);
+      } else {
+        preempt(seq, out);
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      ++num_seqs;
+      block_manager_.may_append(*seq);
+      scheduled.push_back(seq);
+    }
+  }
+  // Scheduled sequences go back to the front of running, in order.
+  for (auto it = scheduled.rbegin(); it != scheduled.rend(); ++it) running_.push_front(*it);
+  for (Sequence* seq : scheduled) out.seqs.push_back({seq, 1, true, seq->seq_id});
+  out.num_decode_tokens = static_cast<int>(scheduled.size());
+  return out;
+}
+
+SchedulerOutput Scheduler::schedule_mixed() {
+  SchedulerOutput out;
+  int budget = config_.max_num_batched_tokens;
+  int num_seqs = 0;
+
+  // 1) One decode token for every prefilled running sequence, preempting from the tail.
+  for (size_t i = 0; i < running_.size();) {
+    if (num_seqs >= config_.max_num_seqs || budget <= 0) break;
+    Sequence* seq = running_[i];
+    if (!seq->prefilled) {
+      ++i;
+      continue;
+    }
+    bool ok = true;
+    while (!block_manager_.can_append(*seq)) {
+      if (running_.size() > i + 1) {
+        Sequence* victim = running_.back();
+        running_.pop_back();
+        preempt(victim, out);
+      } else {
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        preempt(seq, out);
+        ok = false;
+        break;
+      }
+    }
+    if (!ok) break;  // seq was the last running sequence
+    block_manager_.may_append(*seq);
+    out.seqs.push_back({seq, 1, true, seq->seq_id});
+    ++out.num_decode_tokens;
+    ++num_seqs;
+    --budget;
+    ++i;
+  }
+
+  // 2) Prefill chunks for running sequences that are partly prefilled, in running order.
+  auto schedule_chunk = [&](Sequence* seq) {
+    const int remaining = seq->size() - seq->num_cached_tokens;
+    const int n = std::min(remaining, budget);
+    const bool sample = n == remaining;
+    // Publish full blocks whose KV this step computes (not the later chunks' blocks).
+    block_manager_.register_computed(*seq, seq->num_cached_tokens + n);
+    out.seqs.push_back({seq, n, sample, seq->seq_id});
+    out.num_prefill_tokens += n;
+    budget -= n;
+    ++num_seqs;
+  };
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (num_seqs >= config_.max_num_seqs || budget <= 0) break;
+    if (!running_[i]->prefilled) schedule_chunk(running_[i]);
+  }
+
+  // 3) Admit waiting sequences in order (all their blocks at once, only a chunk computed).
+  //    Not in a step that had to preempt: the cache is full and they would thrash.
+  if (out.num_preempted == 0) {
+    while (!waiting_.empty() && num_seqs < config_.max_num_seqs && budget > 0) {
+      Sequence* seq = waiting_.front();
+      if (!block_manager_.can_allocate(*seq)) break;
+      block_manager_.allocate(*seq, /*register_misses=*/false);
+      seq->status = SequenceStatus::RUNNING;
+      waiting_.pop_front();
+      running_.push_back(seq);
+      schedule_chunk(seq);
+    }
+  }
+  out.is_prefill = out.num_prefill_tokens > 0;
+  return out;
+}
+
+std::string Scheduler::stop_reason(const Sequence& seq, int token) const {
+  const SamplingParams& p = seq.params;
+  const int nc = seq.num_completion_tokens();
+  if (nc >= p.min_tokens) {
+    const auto& eos = config_.eos_token_ids;
+    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) return "stop";
+    const auto& st = p.stop_token_ids;
+    if (std::find(st.begin(), st.end(), token) != st.end()) return "stop";
+  }
+  if (nc >= p.max_tokens) return "length";
+  if (seq.size() >= max_seq_len_) return "length";
+  return "";
+}
+
+std::unique_ptr<Sequence> Scheduler::take(Sequence* seq, const std::string& reason) {
+  auto it = seqs_.find(seq->seq_id);
+  NV_CHECK(it != seqs_.end() && it->second.get() == seq);
+  if (seq->status == SequenceStatus::RUNNING) {
+    auto r = std::find(running_.begin(), running_.end(), seq);
+    NV_CHECK(r != running_.end());
+    running_.erase(r);
+  } else if (seq->status == SequenceStatus::WAITING) {
+    auto w = std::find(waiting_.begin(), waiting_.end(), seq);
+    NV_CHECK(w != waiting_.end());
+    waiting_.erase(w);
+  }
+  if (!seq->block_table.empty()) block_manager_.deallocate(*seq);
+  seq->status = SequenceStatus::FINISHED;
+  seq->finish_reason = reason;
+  std::unique_ptr<Sequence> owned = std::move(it->second);
+  seqs_.erase(it);
+  return owned;
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::postprocess(const SchedulerOutput& out,
+                                                              const std::vector<int>& tokens) {
+  size_t num_sample = 0;
+  for (const auto& s : out.seqs) num_sample += s.sample ? 1 : 0;
+  NV_CHECK_EQ(tokens.size(), num_sample, "one sampled token per sampling sequence");
+  std::vector<std::unique_ptr<Sequence>> finished;
+  size_t t = 0;
+  for (const auto& s : out.seqs) {
+    const int token = s.sample ? tokens[t++] : -1;
+    Sequence* seq = s.seq;
+    if (s.seq_id != UINT64_MAX) {
+      // Finished (aborted) between schedule() and postprocess(): the pointer may be dangling.
+      auto it = seqs_.find(s.seq_id);
+      if (it == seqs_.end() || it->second.get() != seq) continue;
+    }
+    if (seq->status != SequenceStatus::RUNNING) continue;
+    seq->num_cached_tokens += s.num_new_tokens;
+    NV_CHECK_LE(seq->num_cached_tokens, seq->size(), "sequence ", seq->seq_id);
+    if (!s.sample) continue;
+    seq->append_token(token);
+    seq->prefilled = true;
+    std::string reason = stop_reason(*seq, token);
+    if (!reason.empty()) finished.push_back(take(seq, reason));
+  }
+  return finished;
+}
+
+std::unique_ptr<Sequence> Scheduler::finish(uint64_t seq_id, const std::string& reason) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end()) return nullptr;
+  return take(it->second.get(), reason);
+}
+
+}  // namespace nanovllm

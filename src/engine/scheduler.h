@@ -1,0 +1,100 @@
+// Continuous-batching scheduler (nano-vLLM's Scheduler) with two policies:
+//  - "prefill-first": the seeds' behaviour: a step is either a prefill batch of waiting
+//    sequences or a decode step of all running ones (preempting the youngest when the KV
+//    cache is full).
+//  - "mixed" (vLLM-v1 style): every step decodes one token for each prefilled running
+//    sequence, then fills the remaining token budget with prefill chunks (partly prefilled
+//    running sequences first, then newly admitted waiting ones).
+// See README.md for the invariants.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/sequence.h"
+
+namespace nanovllm {
+
+struct SchedulerConfig {
+  int max_num_seqs = 512;
+  int max_num_batched_tokens = 16384;
+  int num_kvcache_blocks = 0;
+  int block_size = 256;
+  int max_model_len = 4096;
+  std::string policy = "prefill-first";  // prefill-first | mixed
+  bool enable_prefix_caching = true;
+  std::vector<int> eos_token_ids;
+};
+
+// This step computes KV/logits for tokens [seq->num_cached_tokens,
+// seq->num_cached_tokens + num_new_tokens); sample == the chunk reaches the end of
+// seq->token_ids, so the step produces one new token for it.
+struct ScheduledSeq {
+  Sequence* seq = nullptr;
+  int num_new_tokens = 0;
+  bool sample = false;
+  uint64_t seq_id = UINT64_MAX;  // lets postprocess skip sequences finished in between
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSeq> seqs;
+  bool is_prefill = false;  // any prefill tokens in the step
+  int num_prefill_tokens = 0;
+  int num_decode_tokens = 0;
+  int num_preempted = 0;
+  bool empty() const { return seqs.empty(); }
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& config);
+
+  // Takes ownership. Throws nanovllm::Error (and does not enqueue) when the request can never
+  // run: empty prompt, prompt longer than max_model_len, prompt needing more blocks than the
+  // whole cache, or (prefill-first) more tokens than max_num_batched_tokens.
+  void add(std::unique_ptr<Sequence> seq);
+  SchedulerOutput schedule();
+  // tokens: one per ScheduledSeq with sample == true, in order. Returns the sequences that
+  // finished in this call (ownership moves to the caller).
+  std::vector<std::unique_ptr<Sequence>> postprocess(const SchedulerOutput& out,
+                                                     const std::vector<int>& tokens);
+  // Finishes a waiting or running sequence now (abort, stop string): frees its blocks and
+  // returns ownership; null if the id is unknown.
+  std::unique_ptr<Sequence> finish(uint64_t seq_id, const std::string& reason);
+
+  bool is_finished() const { return waiting_.empty() && running_.empty(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  size_t num_running() const { return running_.size(); }
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const std::deque<Sequence*>& running() const { return running_; }
+  BlockManager& block_manager() { return block_manager_; }
+  const BlockManager& block_manager() const { return block_manager_; }
+  int64_t num_preemptions() const { return num_preemptions_; }
+  const SchedulerConfig& config() const { return config_; }
+  // A sequence finishes ("length") once it has this many tokens: min(max_model_len, one more
+  // than the whole cache holds, since the newest token needs no KV yet).
+  int max_seq_len() const { return max_seq_len_; }
+
+ private:
+  SchedulerOutput schedule_prefill_first();
+  SchedulerOutput schedule_mixed();
+  void preempt(Sequence* seq, SchedulerOutput& out);
+  // "stop" / "length" / "" for a sequence that just got `token` appended.
+  std::string stop_reason(const Sequence& seq, int token) const;
+  std::unique_ptr<Sequence> take(Sequence* seq, const std::string& reason);
+
+  SchedulerConfig config_;
+  bool mixed_;
+  int max_seq_len_;
+  BlockManager block_manager_;
+  std::deque<Sequence*> waiting_;
+  std::deque<Sequence*> running_;
+  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> seqs_;  // owner of live sequences
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace nanovllm

@@ -1,0 +1,51 @@
+// One request as the scheduler sees it: prompt + generated token ids, its KV block table and
+// how many of its tokens already have KV in the cache. Mirrors nano-vLLM's Sequence.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nanovllm/sampling_params.h"
+
+namespace nanovllm {
+
+enum class SequenceStatus { WAITING, RUNNING, FINISHED };
+
+struct Sequence {
+  // An empty prompt is representable (last_token = -1) so that Scheduler::add can reject it
+  // with a clear message instead of crashing here.
+  Sequence(uint64_t seq_id, std::vector<int> prompt_ids, const SamplingParams& params,
+           int block_size);
+
+  uint64_t seq_id;
+  SequenceStatus status = SequenceStatus::WAITING;
+  std::vector<int> token_ids;  // prompt followed by generated tokens
+  int last_token = -1;
+  int num_prompt_tokens = 0;
+  // Tokens whose KV is already in the cache: prefix-cache hits after allocate(), then advanced
+  // by Scheduler::postprocess() by each step's num_new_tokens; deallocate() resets it to 0.
+  int num_cached_tokens = 0;
+  std::vector<int> block_table;  // logical block i -> physical KV block id
+  SamplingParams params;
+  int block_size;
+  int num_prefix_hit_tokens = 0;  // prefix-cache hits at the (last) allocation, for stats
+  std::string finish_reason;      // "stop" | "length" | "abort" | "error"
+  // True once every token but the last (sampled) one has KV: the sequence decodes next.
+  // Set by Scheduler::postprocess when a chunk reaching the end samples; cleared on preemption.
+  bool prefilled = false;
+
+  int size() const { return static_cast<int>(token_ids.size()); }
+  int num_completion_tokens() const { return size() - num_prompt_tokens; }
+  int num_cached_blocks() const { return num_cached_tokens / block_size; }
+  int num_blocks() const { return (size() + block_size - 1) / block_size; }
+  int last_block_num_tokens() const { return size() - (num_blocks() - 1) * block_size; }
+  // Tokens of logical block i (the last one may be partial). Invalidated by append_token().
+  std::span<const int> block(int i) const;
+  void append_token(int id);
+  std::span<const int> prompt_token_ids() const;
+  std::span<const int> completion_token_ids() const;
+  bool is_finished() const { return status == SequenceStatus::FINISHED; }
+};
+
+}  // namespace nanovllm

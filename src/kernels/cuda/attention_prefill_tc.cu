@@ -1,0 +1,217 @@
+// Tensor-core variant of the paged prefill attention (bf16 only): same contract and row
+// mapping as attention_prefill.cu, but S = Q K^T and O += P V run on WMMA 16x16x16 bf16 tiles
+// with fp32 accumulation. Block = 4 warps, BM = 64 rows (16 per warp), BN = 64 keys per tile.
+// Each warp owns its 16 rows end to end (S, P, O and the online-softmax state live in its own
+// slices of shared memory), so only K/V tile loads need block-wide barriers. O stays in shared
+// memory (fp32) because WMMA accumulator fragments cannot be rescaled row by row.
+// Softmax lanes: lane l handles row l / 2, columns (l % 2) * 32 .. + 32 of the key tile.
+#include <mma.h>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/kernels.h"
+
+namespace nanovllm::cuda {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int BM = 64, BN = 64, NT = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+
+template <int D>
+struct TcSmem {
+  // Row strides padded against bank conflicts while keeping every 16-row WMMA tile 32-byte aligned.
+  static constexpr int LDQ = D + 8, LDS = BN + 4, LDP = BN + 8, LDO = D + 4;
+  static constexpr size_t q = size_t(BM) * LDQ * 2, kv = size_t(BN) * LDQ * 2,
+                          s = size_t(BM) * LDS * 4, p = size_t(BM) * LDP * 2,
+                          o = size_t(BM) * LDO * 4;
+  static constexpr size_t bytes = q + 2 * kv + s + p + o;
+};
+
+__device__ __forceinline__ void load_rows_bf16(bf16* dst, int ld, const bf16* cache,
+                                               const int32_t* table, int block_size,
+                                               int64_t num_slots, int Hkv, int h, int D, int k0,
+                                               int kend) {
+  const int vpr = D / 8;
+  for (int e = threadIdx.x; e < BN * vpr; e += NT) {
+    const int r = e / vpr, dv = e % vpr, key = k0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (key < kend) {
+      const int blk = table[key / block_size];
+      const int64_t slot = int64_t(blk) * block_size + key % block_size;
+      if (blk >= 0 && slot < num_slots)
+        v = *reinterpret_cast<const uint4*>(cache + (slot * Hkv + h) * D + dv * 8);
+    }
+    *reinterpret_cast<uint4*>(dst + r * ld + dv * 8) = v;
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
+  using S = TcSmem<D>;
+  constexpr int LDQ = S::LDQ, LDS = S::LDS, LDP = S::LDP, LDO = S::LDO;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* Qs = reinterpret_cast<bf16*>(smem_raw);
+  bf16* Ks = reinterpret_cast<bf16*>(smem_raw + S::q);
+  bf16* Vs = reinterpret_cast<bf16*>(smem_raw + S::q + S::kv);
+  float* Ss = reinterpret_cast<float*>(smem_raw + S::q + 2 * S::kv);
+  bf16* Ps = reinterpret_cast<bf16*>(smem_raw + S::q + 2 * S::kv + S::s);
+  float* Os = reinterpret_cast<float*>(smem_raw + S::q + 2 * S::kv + S::s + S::p);
+
+  const int b = blockIdx.y, h = blockIdx.z;
+  const int G = a.Hq / a.Hkv;
+  const int q_start = a.cu_seqlens_q[b];
+  const int sq = a.cu_seqlens_q[b + 1] - q_start;
+  const int ctx = a.context_lens[b];
+  const int rows_total = sq * G;
+  const int row0 = blockIdx.x * BM;
+  if (row0 >= rows_total) return;
+  const int ctx_off = ctx - sq;
+  const int qi_last = (min(row0 + BM, rows_total) - 1) / G;
+  const int kend = min(ctx, ctx_off + qi_last + 1);
+
+  const bf16* qkv = static_cast<const bf16*>(a.qkv);
+  const int64_t row_stride = int64_t(a.Hq + 2 * a.Hkv) * D;
+  const int32_t* table = a.block_tables + int64_t(b) * a.table_stride;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+
+  // Q tile and a zeroed O.
+  constexpr int VPR = D / 8;
+  for (int e = tid; e < BM * VPR; e += NT) {
+    const int r = e / VPR, dv = e % VPR, gr = row0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (gr < rows_total) {
+      const int qi = gr / G, g = gr % G;
+      v = *reinterpret_cast<const uint4*>(qkv + int64_t(q_start + qi) * row_stride +
+                                          int64_t(h * G + g) * D + dv * 8);
+    }
+    *reinterpret_cast<uint4*>(Qs + r * LDQ + dv * 8) = v;
+  }
+  for (int e = tid; e < BM * LDO; e += NT) Os[e] = 0.f;
+  __syncthreads();  // Q / O visible to every warp (also when there is no key tile at all)
+
+  // This lane's softmax row (shared with lane ^ 1) and column half.
+  const int r_local = lane >> 1, half = lane & 1;
+  const int r_blk = warp * 16 + r_local;
+  const int gr = row0 + r_blk;
+  const bool valid = gr < rows_total;
+  const int qpos = ctx_off + (valid ? gr / G : 0);
+  float m = -INFINITY, l = 0.f;
+  const float sc = a.scale * kLog2e;
+
+  bf16* Qw = Qs + warp * 16 * LDQ;
+  float* Sw = Ss + warp * 16 * LDS;
+  bf16* Pw = Ps + warp * 16 * LDP;
+  float* Ow = Os + warp * 16 * LDO;
+
+  for (int k0 = 0; k0 < kend; k0 += BN) {
+    __syncthreads();  // all warps are done with the previous K/V tile
+    load_rows_bf16(Ks, LDQ, static_cast<const bf16*>(a.k_cache), table, a.block_size,
+                   a.num_slots, a.Hkv, h, D, k0, kend);
+    load_rows_bf16(Vs, LDQ, static_cast<const bf16*>(a.v_cache), table, a.block_size,
+                   a.num_slots, a.Hkv, h, D, k0, kend);
+    __syncthreads();
+
+    // S_w [16 x 64] = Q_w [16 x D] . K^T
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::fill_fragment(acc, 0.f);
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+        wmma::load_matrix_sync(fa, Qw + kk * 16, LDQ);
+        wmma::load_matrix_sync(fb, Ks + j * 16 * LDQ + kk * 16, LDQ);
+        wmma::mma_sync(acc, fa, fb, acc);
+      }
+      wmma::store_matrix_sync(Sw + j * 16, acc, LDS, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    // Online softmax of this lane's 32 columns of row r_local.
+    float* srow = Sw + r_local * LDS + half * 32;
+    float mx = -INFINITY;
+#pragma unroll 8
+    for (int c = 0; c < 32; ++c) {
+      const int key = k0 + half * 32 + c;
+      const float v = (valid && key <= qpos && key < kend) ? srow[c] * sc : -INFINITY;
+      srow[c] = v;
+      mx = fmaxf(mx, v);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    const float m_new = fmaxf(m, mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+    float rs = 0.f;
+    bf16* prow = Pw + r_local * LDP + half * 32;
+#pragma unroll 8
+    for (int c = 0; c < 32; ++c) {
+      const float p = exp2f(srow[c] - m_use);
+      rs += p;
+      prow[c] = __float2bfloat16_rn(p);
+    }
+    rs += __shfl_xor_sync(0xffffffffu, rs, 1);
+    const float alpha = exp2f(m - m_use);
+    l = l * alpha + rs;
+    m = m_new;
+    float* orow = Ow + r_local * LDO + half * (D / 2);
+#pragma unroll 8
+    for (int c = 0; c < D / 2; ++c) orow[c] *= alpha;
+    __syncwarp();
+
+    // O_w [16 x D] += P_w [16 x 64] . V [64 x D]
+#pragma unroll
+    for (int c = 0; c < D / 16; ++c) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+      wmma::load_matrix_sync(acc, Ow + c * 16, LDO, wmma::mem_row_major);
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> fb;
+        wmma::load_matrix_sync(fa, Pw + kk * 16, LDP);
+        wmma::load_matrix_sync(fb, Vs + kk * 16 * LDQ + c * 16, LDQ);
+        wmma::mma_sync(acc, fa, fb, acc);
+      }
+      wmma::store_matrix_sync(Ow + c * 16, acc, LDO, wmma::mem_row_major);
+    }
+    __syncwarp();
+  }
+  __syncwarp();
+
+  if (valid) {
+    const int qi = gr / G, g = gr % G;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    bf16* o = static_cast<bf16*>(a.out) + int64_t(q_start + qi) * a.Hq * D +
+              int64_t(h * G + g) * D + half * (D / 2);
+    const float* orow = Ow + r_local * LDO + half * (D / 2);
+    for (int c = 0; c < D / 2; ++c) o[c] = __float2bfloat16_rn(orow[c] * inv);
+  }
+}
+
+template <int D>
+void launch_tc(const AttentionArgs& a, cudaStream_t s) {
+  using S = TcSmem<D>;
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_tc_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(S::bytes)));
+  const int G = a.Hq / a.Hkv;
+  const dim3 grid(unsigned(ceil_div(int64_t(a.max_seqlen_q) * G, BM)), unsigned(a.num_seqs),
+                  unsigned(a.Hkv));
+  prefill_tc_kernel<D><<<grid, NT, S::bytes, s>>>(a);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool attention_prefill_tc_supported(const AttentionArgs& a) {
+  return a.act == DType::BF16 && (a.D == 64 || a.D == 128) && a.Hkv > 0 && a.Hq % a.Hkv == 0;
+}
+
+void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s) {
+  if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
+  NV_CHECK(attention_prefill_tc_supported(a), "tensor-core prefill needs bf16, head_dim 64/128");
+  NV_CHECK(a.num_seqs <= 65535 && a.Hkv <= 65535, "too many sequences/heads for one launch");
+  if (a.D == 64) launch_tc<64>(a, s);
+  else launch_tc<128>(a, s);
+}
+
+}  // namespace nanovllm::cuda

@@ -1,0 +1,425 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/kernels.h"
+
+namespace nanovllm {
+namespace cuda {
+namespace {
+
+void need_cuda(const Tensor& t, const char* what) {
+  NV_CHECK(t.device() == Device::CUDA, what, " must be a CUDA tensor, got ", t.str());
+}
+void need_dtype(const Tensor& t, DType d, const char* what) {
+  NV_CHECK(t.dtype() == d, what, " must be ", dtype_name(d), ", got ", t.str());
+}
+bool is_float(DType d) { return d == DType::F32 || d == DType::BF16 || d == DType::F16; }
+int64_t rows_of(const Tensor& t) { return t.ndim() == 0 ? 1 : t.numel() / t.size(-1); }
+int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device_id) : device_(device_id) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  NV_CHECK(e == cudaSuccess && n > 0, "no CUDA device available (",
+           e == cudaSuccess ? "0 devices" : cudaGetErrorString(e), ")");
+  NV_CHECK(device_id >= 0 && device_id < n, "CUDA device ", device_id, " does not exist (", n,
+           " device(s))");
+  CUDA_CHECK(cudaSetDevice(device_));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+  NV_CHECK(prop.major >= 8, "GPU ", prop.name, " has compute capability ", prop.major, ".",
+           prop.minor, "; the CUDA backend needs >= 8.0 (Ampere or newer, for bf16)");
+  num_sms_ = prop.multiProcessorCount;
+  name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ", sm_" +
+          std::to_string(prop.major * 10 + prop.minor) + ")";
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
+  if (const char* env = std::getenv("NANOVLLM_CUDA_PREFILL")) {
+    const std::string v = env;
+    NV_CHECK(v == "simple" || v == "tc", "NANOVLLM_CUDA_PREFILL must be 'simple' or 'tc', got '",
+             v, "'");
+    prefill_impl_ = v == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
+  }
+  alloc_ = std::make_shared<DeviceAllocator>(device_);
+  gemm_ = std::make_unique<Gemm>(stream_);
+}
+
+CudaBackend::~CudaBackend() {
+  (void)cudaSetDevice(device_);
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  gemm_.reset();
+  if (pinned_) (void)cudaFreeHost(pinned_);
+  if (staged_) (void)cudaEventDestroy(staged_);
+  if (stream_) (void)cudaStreamDestroy(stream_);
+  // alloc_ lives on while tensors still reference it (their deleters hold it).
+}
+
+void* CudaBackend::pinned(size_t bytes) {
+  CUDA_CHECK(cudaEventSynchronize(staged_));  // the previous copy out of the buffer is done
+  if (bytes > pinned_bytes_) {
+    if (pinned_) CUDA_CHECK(cudaFreeHost(pinned_));
+    pinned_ = nullptr;
+    size_t cap = pinned_bytes_ ? pinned_bytes_ : size_t(64) << 10;
+    while (cap < bytes) cap *= 2;
+    CUDA_CHECK(cudaMallocHost(&pinned_, cap));
+    pinned_bytes_ = cap;
+  }
+  return pinned_;
+}
+
+Tensor CudaBackend::empty(const Shape& shape, DType dtype) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    NV_CHECK(d >= 0, "negative dimension in ", shape_str(shape));
+    n *= d;
+  }
+  const size_t bytes = size_t(n) * dtype_size(dtype);
+  if (bytes == 0) return Tensor::wrap(nullptr, shape, dtype, Device::CUDA);
+  CUDA_CHECK(cudaSetDevice(device_));
+  auto mem = alloc_->allocate(bytes);
+  return Tensor::wrap(mem.get(), shape, dtype, Device::CUDA, mem);
+}
+
+Tensor CudaBackend::to_device(const Tensor& host) {
+  if (host.device() == Device::CUDA) return host;
+  Tensor t = empty(host.shape(), host.dtype());
+  if (host.nbytes() == 0) return t;
+  CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.raw(), host.nbytes(), cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host tensor may be freed right after
+  return t;
+}
+
+Tensor CudaBackend::to_host(const Tensor& t) {
+  if (t.device() == Device::CPU) return t;
+  Tensor h = Tensor::empty(t.shape(), t.dtype());
+  if (t.nbytes() == 0) return h;
+  CUDA_CHECK(cudaSetDevice(device_));
+  CUDA_CHECK(cudaMemcpyAsync(h.raw(), t.raw(), t.nbytes(), cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return h;
+}
+
+void CudaBackend::synchronize() {
+  CUDA_CHECK(cudaSetDevice(device_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+// All seven arrays go in one pinned buffer and one device block (one copy per step).
+BatchTensors CudaBackend::upload_batch(const HostBatch& hb) {
+  const int B = hb.num_seqs, T = hb.num_tokens;
+  NV_CHECK(int(hb.input_ids.size()) == T && int(hb.positions.size()) == T &&
+               int(hb.slot_mapping.size()) == T,
+           "HostBatch token arrays must have num_tokens = ", T, " entries");
+  NV_CHECK(int(hb.cu_seqlens_q.size()) == B + 1 && int(hb.context_lens.size()) == B,
+           "HostBatch needs num_seqs + 1 cu_seqlens_q and num_seqs context_lens (num_seqs = ", B, ")");
+  int stride = hb.block_table_stride;
+  if (stride == 0 && B > 0) stride = int(hb.block_tables.size() / size_t(B));
+  NV_CHECK(int64_t(hb.block_tables.size()) == int64_t(B) * stride, "block_tables has ",
+           hb.block_tables.size(), " entries, expected num_seqs * stride = ", B, " * ", stride);
+  NV_CHECK(hb.block_size > 0 || B == 0, "HostBatch block_size must be > 0");
+  const std::vector<int32_t>* arrays[] = {&hb.input_ids, &hb.positions, &hb.slot_mapping,
+                                          &hb.cu_seqlens_q, &hb.context_lens, &hb.block_tables,
+                                          &hb.logits_indices};
+  int64_t off[7], total = 0;
+  for (int i = 0; i < 7; ++i) {
+    off[i] = total;
+    total += align16(int64_t(arrays[i]->size()));
+  }
+  BatchTensors bt;
+  bt.num_seqs = B;
+  bt.num_tokens = T;
+  bt.max_seqlen_q = hb.max_seqlen_q;
+  bt.max_seqlen_k = hb.max_seqlen_k;
+  bt.block_size = hb.block_size;
+  bt.decode_only = hb.decode_only;
+  if (total == 0) total = 16;
+  Tensor dev = empty({total}, DType::I32);
+  auto* host = static_cast<int32_t*>(pinned(size_t(total) * 4));
+  for (int i = 0; i < 7; ++i)
+    if (!arrays[i]->empty()) std::memcpy(host + off[i], arrays[i]->data(), arrays[i]->size() * 4);
+  CUDA_CHECK(cudaMemcpyAsync(dev.raw(), host, size_t(total) * 4, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaEventRecord(staged_, stream_));
+  auto part = [&](int i, Shape shape) {
+    return Tensor::wrap(dev.data<int32_t>() + off[i], shape, DType::I32, Device::CUDA, dev.owner());
+  };
+  bt.input_ids = part(0, {T});
+  bt.positions = part(1, {T});
+  bt.slot_mapping = part(2, {T});
+  bt.cu_seqlens_q = part(3, {B + 1});
+  bt.context_lens = part(4, {B});
+  bt.block_tables = part(5, {B, stride});
+  bt.logits_indices = part(6, {int64_t(hb.logits_indices.size())});
+  return bt;
+}
+
+void CudaBackend::embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                            Tensor& out) {
+  need_cuda(ids, "embedding ids");
+  need_cuda(table, "embedding table");
+  need_cuda(out, "embedding out");
+  need_dtype(ids, DType::I32, "embedding ids");
+  NV_CHECK(table.ndim() == 2, "embedding table must be 2-D, got ", table.str());
+  const int64_t T = ids.numel(), H = table.size(1);
+  NV_CHECK(out.numel() == T * H, "embedding out ", out.str(), " must hold [", T, ", ", H, "]");
+  launch_embedding(ids.data<int32_t>(), T, table.raw(), table.dtype(), table.size(0), H,
+                   vocab_start, out.raw(), out.dtype(), stream_);
+}
+
+void CudaBackend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
+  need_cuda(x, "rms_norm x");
+  need_cuda(w, "rms_norm weight");
+  need_cuda(out, "rms_norm out");
+  const int64_t H = w.numel();
+  NV_CHECK(H > 0 && x.size(-1) == H, "rms_norm: x ", x.str(), " vs weight ", w.str());
+  NV_CHECK(out.numel() == x.numel() && out.dtype() == x.dtype(), "rms_norm out ", out.str(),
+           " must match x ", x.str());
+  launch_rms_norm(x.raw(), w.raw(), w.dtype(), out.raw(), x.dtype(), rows_of(x), H, eps, stream_);
+}
+
+void CudaBackend::add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) {
+  need_cuda(x, "add_rms_norm x");
+  need_cuda(residual, "add_rms_norm residual");
+  need_cuda(w, "add_rms_norm weight");
+  const int64_t H = w.numel();
+  NV_CHECK(H > 0 && x.size(-1) == H, "add_rms_norm: x ", x.str(), " vs weight ", w.str());
+  NV_CHECK(residual.numel() == x.numel() && residual.dtype() == x.dtype(),
+           "add_rms_norm residual ", residual.str(), " must match x ", x.str());
+  launch_add_rms_norm(x.raw(), residual.raw(), w.raw(), w.dtype(), x.dtype(), rows_of(x), H, eps,
+                      stream_);
+}
+
+// Fast path: bf16 x and w -> bf16 / f32 out in one cuBLASLt call. Otherwise x is converted to
+// w's dtype, and the product goes through an f32 scratch when cuBLASLt cannot write `out`'s
+// dtype directly.
+void CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
+  need_cuda(x, "linear x");
+  need_cuda(w, "linear weight");
+  need_cuda(out, "linear out");
+  NV_CHECK(w.ndim() == 2, "linear weight must be [N, K], got ", w.str());
+  const int64_t N = w.size(0), K = w.size(1);
+  NV_CHECK(x.size(-1) == K, "linear: x ", x.str(), " vs weight ", w.str());
+  const int64_t T = rows_of(x);
+  NV_CHECK(out.numel() == T * N, "linear out ", out.str(), " must hold [", T, ", ", N, "]");
+  NV_CHECK(is_float(x.dtype()) && is_float(w.dtype()) && is_float(out.dtype()),
+           "linear needs float tensors: x ", x.str(), " w ", w.str(), " out ", out.str());
+  if (bias) {
+    need_cuda(*bias, "linear bias");
+    NV_CHECK(bias->numel() == N, "linear bias ", bias->str(), " must have ", N, " entries");
+  }
+  if (T == 0) return;
+  const DType in = w.dtype();
+  Tensor xin = x;
+  if (x.dtype() != in) {
+    xin = empty({T, K}, in);
+    launch_convert(x.raw(), x.dtype(), xin.raw(), in, T * K, stream_);
+  }
+  const void* bptr = bias ? bias->raw() : nullptr;
+  const DType bdt = bias ? bias->dtype() : out.dtype();
+  if (Gemm::supported(in, out.dtype())) {
+    gemm_->run(xin.raw(), w.raw(), in, bptr, bdt, out.raw(), out.dtype(), T, N, K);
+  } else {
+    Tensor tmp = empty({T, N}, DType::F32);
+    gemm_->run(xin.raw(), w.raw(), in, bptr, bdt, tmp.raw(), DType::F32, T, N, K);
+    launch_convert(tmp.raw(), DType::F32, out.raw(), out.dtype(), T * N, stream_);
+  }
+}
+
+void CudaBackend::silu_and_mul(const Tensor& gate_up, Tensor& out) {
+  need_cuda(gate_up, "silu_and_mul input");
+  need_cuda(out, "silu_and_mul out");
+  const int64_t two_i = gate_up.size(-1);
+  NV_CHECK(two_i % 2 == 0, "silu_and_mul input's last dim must be even: ", gate_up.str());
+  const int64_t T = rows_of(gate_up), I = two_i / 2;
+  NV_CHECK(out.numel() == T * I && out.dtype() == gate_up.dtype(), "silu_and_mul out ",
+           out.str(), " must be [", T, ", ", I, "] of ", dtype_name(gate_up.dtype()));
+  launch_silu_and_mul(gate_up.raw(), out.raw(), out.dtype(), T, I, stream_);
+}
+
+void CudaBackend::qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                               const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                               const AttentionParams& p) {
+  need_cuda(qkv, "qkv");
+  need_cuda(positions, "positions");
+  need_cuda(cos_sin, "cos_sin");
+  need_dtype(positions, DType::I32, "positions");
+  need_dtype(cos_sin, DType::F32, "cos_sin");
+  const int D = p.head_dim;
+  NV_CHECK(qkv.size(-1) == int64_t(p.num_q_heads + 2 * p.num_kv_heads) * D, "qkv ", qkv.str(),
+           " does not match Hq=", p.num_q_heads, " Hkv=", p.num_kv_heads, " D=", D);
+  NV_CHECK(cos_sin.ndim() == 2 && cos_sin.size(1) == D, "cos_sin must be [max_pos, ", D,
+           "], got ", cos_sin.str());
+  const int64_t T = rows_of(qkv);
+  NV_CHECK(positions.numel() == T, "positions ", positions.str(), " vs ", T, " tokens");
+  DType ndt = DType::BF16;
+  for (const Tensor* w : {q_norm, k_norm}) {
+    if (!w) continue;
+    need_cuda(*w, "q/k norm weight");
+    NV_CHECK(w->numel() == D, "q/k norm weight must have head_dim = ", D, " entries: ", w->str());
+    ndt = w->dtype();
+  }
+  NV_CHECK(!(q_norm && k_norm) || q_norm->dtype() == k_norm->dtype(),
+           "q_norm and k_norm must share a dtype");
+  launch_qk_norm_rope(qkv.raw(), qkv.dtype(), positions.data<int32_t>(),
+                      q_norm ? q_norm->raw() : nullptr, k_norm ? k_norm->raw() : nullptr, ndt,
+                      eps, cos_sin.data<float>(), cos_sin.size(0), T, p.num_q_heads,
+                      p.num_kv_heads, D, stream_);
+}
+
+void CudaBackend::store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
+                           Tensor& v_cache, const AttentionParams& p) {
+  need_cuda(qkv, "qkv");
+  need_cuda(slot_mapping, "slot_mapping");
+  need_cuda(k_cache, "k_cache");
+  need_cuda(v_cache, "v_cache");
+  need_dtype(slot_mapping, DType::I32, "slot_mapping");
+  const int64_t row = int64_t(p.num_kv_heads) * p.head_dim;
+  NV_CHECK(qkv.size(-1) == int64_t(p.num_q_heads + 2 * p.num_kv_heads) * p.head_dim, "qkv ",
+           qkv.str(), " does not match the attention params");
+  NV_CHECK(k_cache.dtype() == qkv.dtype() && v_cache.dtype() == qkv.dtype(),
+           "KV cache dtype must match qkv: ", k_cache.str(), " vs ", qkv.str());
+  NV_CHECK(k_cache.numel() == v_cache.numel() && row > 0 && k_cache.numel() % row == 0,
+           "KV caches must be [num_slots, Hkv, D]: ", k_cache.str(), " ", v_cache.str());
+  const int64_t T = rows_of(qkv);
+  NV_CHECK(slot_mapping.numel() == T, "slot_mapping ", slot_mapping.str(), " vs ", T, " tokens");
+  launch_store_kv(qkv.raw(), qkv.dtype(), slot_mapping.data<int32_t>(), T, k_cache.raw(),
+                  v_cache.raw(), p.num_q_heads, p.num_kv_heads, p.head_dim,
+                  k_cache.numel() / row, stream_);
+}
+
+void CudaBackend::attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                            const BatchTensors& batch, const AttentionParams& p, Tensor& out) {
+  need_cuda(qkv, "qkv");
+  need_cuda(k_cache, "k_cache");
+  need_cuda(v_cache, "v_cache");
+  need_cuda(out, "attention out");
+  if (batch.num_seqs == 0 || batch.num_tokens == 0) return;
+  need_cuda(batch.cu_seqlens_q, "cu_seqlens_q");
+  need_cuda(batch.context_lens, "context_lens");
+  need_cuda(batch.block_tables, "block_tables");
+  const int D = p.head_dim;
+  const int64_t row = int64_t(p.num_kv_heads) * D;
+  NV_CHECK(qkv.size(-1) == int64_t(p.num_q_heads + 2 * p.num_kv_heads) * D, "qkv ", qkv.str(),
+           " does not match the attention params");
+  NV_CHECK(k_cache.dtype() == qkv.dtype() && v_cache.dtype() == qkv.dtype() &&
+               out.dtype() == qkv.dtype(),
+           "attention dtypes must match: qkv ", qkv.str(), " k ", k_cache.str(), " out ", out.str());
+  NV_CHECK(k_cache.numel() == v_cache.numel() && row > 0 && k_cache.numel() % row == 0,
+           "KV caches must be [num_slots, Hkv, D]: ", k_cache.str());
+  NV_CHECK(out.numel() == rows_of(qkv) * p.num_q_heads * D, "attention out ", out.str(),
+           " must be [T, Hq * D]");
+  NV_CHECK(batch.block_size > 0, "batch.block_size must be > 0");
+  NV_CHECK(batch.max_seqlen_q >= 1, "batch.max_seqlen_q must be >= 1");
+  AttentionArgs a;
+  a.qkv = qkv.raw();
+  a.k_cache = k_cache.raw();
+  a.v_cache = v_cache.raw();
+  a.out = out.raw();
+  a.cu_seqlens_q = batch.cu_seqlens_q.data<int32_t>();
+  a.context_lens = batch.context_lens.data<int32_t>();
+  a.block_tables = batch.block_tables.data<int32_t>();
+  a.num_seqs = batch.num_seqs;
+  a.max_seqlen_q = batch.max_seqlen_q;
+  a.max_seqlen_k = batch.max_seqlen_k;
+  a.block_size = batch.block_size;
+  a.table_stride = batch.block_tables.ndim() == 2 ? int(batch.block_tables.size(1))
+                                                  : int(batch.block_tables.numel() / batch.num_seqs);
+  a.Hq = p.num_q_heads;
+  a.Hkv = p.num_kv_heads;
+  a.D = D;
+  a.num_slots = k_cache.numel() / row;
+  a.scale = p.scale;
+  a.act = qkv.dtype();
+  if (batch.decode_only && batch.max_seqlen_q == 1) {
+    const int64_t nf = decode_partials_floats(a, num_sms_);
+    Tensor partials = nf > 0 ? empty({nf}, DType::F32) : Tensor();
+    launch_attention_decode(a, nf > 0 ? partials.data<float>() : nullptr, num_sms_, stream_);
+  } else if (prefill_impl_ == PrefillImpl::kTensorCore && attention_prefill_tc_supported(a)) {
+    launch_attention_prefill_tc(a, stream_);
+  } else {
+    launch_attention_prefill(a, stream_);
+  }
+}
+
+void CudaBackend::gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) {
+  need_cuda(x, "gather_rows x");
+  need_cuda(idx, "gather_rows idx");
+  need_cuda(out, "gather_rows out");
+  need_dtype(idx, DType::I32, "gather_rows idx");
+  NV_CHECK(x.ndim() >= 1 && out.dtype() == x.dtype(), "gather_rows: x ", x.str(), " out ",
+           out.str());
+  const int64_t rows = x.size(0), S = idx.numel();
+  const int64_t row_bytes = rows ? int64_t(x.nbytes()) / rows : 0;
+  NV_CHECK(int64_t(out.nbytes()) == S * row_bytes, "gather_rows out ", out.str(), " must hold ",
+           S, " rows of x ", x.str());
+  launch_gather_rows(x.raw(), idx.data<int32_t>(), S, row_bytes, rows, out.raw(), stream_);
+}
+
+void CudaBackend::add_inplace(Tensor& a, const Tensor& b) {
+  need_cuda(a, "add_inplace a");
+  need_cuda(b, "add_inplace b");
+  NV_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), "add_inplace: ", a.str(), " vs ",
+           b.str());
+  launch_add_inplace(a.raw(), b.raw(), a.dtype(), a.numel(), stream_);
+}
+
+Tensor CudaBackend::sample(const Tensor& logits, const std::vector<SampleRow>& rows) {
+  need_cuda(logits, "logits");
+  need_dtype(logits, DType::F32, "logits");
+  NV_CHECK(logits.ndim() == 2, "logits must be [S, V], got ", logits.str());
+  const int64_t S = logits.size(0), V = logits.size(1);
+  NV_CHECK(int64_t(rows.size()) == S, "sample: ", rows.size(), " parameter rows for ", S,
+           " logits rows");
+  Tensor out = empty({S}, DType::I32);
+  if (S == 0) return out;
+  // SampleRow array as raw bytes (sizeof(SampleRow) is a multiple of 4).
+  Tensor dev_rows = empty({int64_t((S * sizeof(SampleRow) + 3) / 4)}, DType::I32);
+  void* host = pinned(S * sizeof(SampleRow));
+  std::memcpy(host, rows.data(), S * sizeof(SampleRow));
+  CUDA_CHECK(cudaMemcpyAsync(dev_rows.raw(), host, S * sizeof(SampleRow), cudaMemcpyHostToDevice,
+                             stream_));
+  CUDA_CHECK(cudaEventRecord(staged_, stream_));
+  launch_sample(logits.data<float>(), S, V, static_cast<const SampleRow*>(dev_rows.raw()),
+                out.data<int32_t>(), stream_);
+  return out;
+}
+
+CudaBackend::MemoryInfo CudaBackend::memory_info() {
+  CUDA_CHECK(cudaSetDevice(device_));
+  size_t fr = 0, tot = 0;
+  CUDA_CHECK(cudaMemGetInfo(&fr, &tot));
+  MemoryInfo m;
+  m.total = int64_t(tot);
+  m.free = int64_t(fr);
+  m.peak = int64_t(alloc_->peak_bytes());
+  m.current = int64_t(alloc_->current_bytes());
+  return m;
+}
+
+}  // namespace cuda
+
+std::unique_ptr<Backend> make_cuda_backend(int device_id) {
+  return std::make_unique<cuda::CudaBackend>(device_id);
+}
+
+bool cuda_available() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, i) == cudaSuccess &&
+        major >= 8)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace nanovllm

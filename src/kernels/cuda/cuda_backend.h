@@ -1,0 +1,91 @@
+// CudaBackend: the Backend interface on one NVIDIA GPU (compute capability >= 8.0).
+// Activations BF16, weights as loaded (BF16 fast path; F16 / F32 weights go through a
+// convert-then-GEMM path), logits F32. Every op is enqueued on the backend's own stream
+// (non-blocking, so it can be captured into CUDA graphs); device memory comes from a caching
+// allocator so steady-state steps do no cudaMalloc.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/device_allocator.h"
+#include "kernels/cuda/sampler.h"
+
+namespace nanovllm::cuda {
+
+class Gemm;
+
+class CudaBackend : public Backend {
+ public:
+  explicit CudaBackend(int device_id);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::CUDA; }
+  std::string name() const override { return name_; }
+  DType act_dtype() const override { return DType::BF16; }
+
+  Tensor empty(const Shape& shape, DType dtype) override;
+  Tensor to_device(const Tensor& host) override;
+  Tensor to_host(const Tensor& t) override;
+  BatchTensors upload_batch(const HostBatch& hb) override;
+  void synchronize() override;
+
+  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                 Tensor& out) override;
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) override;
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void silu_and_mul(const Tensor& gate_up, Tensor& out) override;
+  void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                    const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                    const AttentionParams& p) override;
+  void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
+                const AttentionParams& p) override;
+  void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                 const BatchTensors& batch, const AttentionParams& p, Tensor& out) override;
+  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override;
+  void add_inplace(Tensor& a, const Tensor& b) override;
+
+  // --- CUDA-specific ----------------------------------------------------------------------
+  // Samples one token per row of logits [S, V] (F32, device); rows.size() == S. Returns the
+  // tokens as a device I32 tensor [S] (enqueued; to_host() to read).
+  Tensor sample(const Tensor& logits, const std::vector<SampleRow>& rows);
+
+  // Prefill attention kernel: CUDA-core fp32 (kSimple) or WMMA tensor cores (kTensorCore,
+  // bf16 only; falls back to kSimple otherwise). Default from env NANOVLLM_CUDA_PREFILL
+  // ("simple" / "tc"), else kSimple.
+  enum class PrefillImpl { kSimple, kTensorCore };
+  void set_prefill_impl(PrefillImpl impl) { prefill_impl_ = impl; }
+  PrefillImpl prefill_impl() const { return prefill_impl_; }
+
+  cudaStream_t stream() const { return stream_; }
+  int device_id() const { return device_; }
+  int num_sms() const { return num_sms_; }
+  DeviceAllocator& allocator() { return *alloc_; }
+
+  // Inputs of compute_num_kv_blocks (sizing.h): device total / free bytes (cudaMemGetInfo) and
+  // the allocator's peak / current bytes.
+  struct MemoryInfo {
+    int64_t total = 0, free = 0, peak = 0, current = 0;
+  };
+  MemoryInfo memory_info();
+
+ private:
+  void* pinned(size_t bytes);  // the staging buffer, after the previous upload finished
+
+  int device_ = 0;
+  int num_sms_ = 0;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<DeviceAllocator> alloc_;
+  std::unique_ptr<Gemm> gemm_;
+  void* pinned_ = nullptr;  // host staging for upload_batch / sample rows
+  size_t pinned_bytes_ = 0;
+  cudaEvent_t staged_ = nullptr;  // recorded after each copy out of pinned_
+  PrefillImpl prefill_impl_ = PrefillImpl::kSimple;
+};
+
+}  // namespace nanovllm::cuda

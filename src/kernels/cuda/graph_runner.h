@@ -1,0 +1,67 @@
+// CUDA graphs for decode steps. One graph per bucket of graph_batch_sizes(max_num_seqs)
+// (graph_policy.h); all graphs read their inputs from ONE persistent device buffer (layout
+// DecodeStagingLayout, bucket bs uses the first bs entries of each array) that a step fills
+// with a single copy from a pinned host staging buffer, so a replay allocates nothing.
+//
+// Capture contract for `step`: it enqueues a whole decode forward for `batch` on the backend's
+// stream and returns the output tensor (e.g. logits [bs, V]); it must not synchronize, copy to
+// the host, or depend on host-side values of the batch other than its shapes, since a graph
+// replays exactly the captured launches. The batch it sees has max_seqlen_k = max_model_len
+// (decode attention's split count is fixed at capture). Intermediates come from the
+// allocator's graph pool (device_allocator.h); the returned tensor is kept by the runner and
+// overwritten by each replay of its bucket.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/graph_policy.h"
+
+namespace nanovllm::cuda {
+
+class CudaBackend;
+
+class GraphRunner {
+ public:
+  using StepFn = std::function<Tensor(const BatchTensors&)>;
+  GraphRunner(CudaBackend& backend, int max_num_seqs, int max_model_len, int block_size);
+  ~GraphRunner();
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
+
+  // Warms up and captures `step` for every bucket (largest first).
+  void capture(const StepFn& step);
+  bool captured() const { return !graphs_.empty(); }
+  // The bucket a decode batch of n sequences replays, or -1 (run eagerly).
+  int bucket_for(int n) const;
+  const std::vector<int>& buckets() const { return buckets_; }
+  int table_width() const { return layout_.table_width; }
+
+  // Replays the graph for a decode-only batch (hb.num_seqs <= the largest bucket) and returns
+  // the first hb.num_seqs rows of that bucket's output (valid until the next replay of it).
+  Tensor run(const HostBatch& hb);
+
+ private:
+  struct Graph {
+    int bs = 0;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    Tensor out;
+  };
+  BatchTensors batch_for(int bs) const;
+  void stage(const HostBatch& hb, int bs);
+  Graph* find(int bs);
+
+  CudaBackend& be_;
+  std::vector<int> buckets_;
+  int max_model_len_, block_size_;
+  DecodeStagingLayout layout_;
+  int32_t* host_ = nullptr;  // pinned staging, layout_.total int32
+  Tensor dev_;               // persistent device inputs, same layout
+  cudaEvent_t staged_ = nullptr;
+  std::vector<Graph> graphs_;
+};
+
+}  // namespace nanovllm::cuda

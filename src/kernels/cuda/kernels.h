@@ -1,0 +1,71 @@
+// Launchers of the CUDA kernels (host-callable, no CUDA types beyond cudaStream_t), used by
+// CudaBackend. All pointers are device pointers; tensors are row-major and contiguous.
+// Activation dtype (act) = BF16 or F32; weight dtype (w) = BF16, F16 or F32.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "util/dtype.h"
+
+namespace nanovllm::cuda {
+
+// out[t, :] = table[ids[t] - vocab_start, :] or 0 outside [vocab_start, vocab_start + rows).
+void launch_embedding(const int32_t* ids, int64_t T, const void* table, DType table_dt,
+                      int64_t rows, int64_t H, int64_t vocab_start, void* out, DType out_dt,
+                      cudaStream_t s);
+// out[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * w.  x, out [T, H] (same act dtype).
+void launch_rms_norm(const void* x, const void* w, DType w_dt, void* out, DType act, int64_t T,
+                     int64_t H, float eps, cudaStream_t s);
+// residual += x (rounded to act), x = rms_norm(residual) * w.
+void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DType act,
+                         int64_t T, int64_t H, float eps, cudaStream_t s);
+// out[t, i] = silu(gu[t, i]) * gu[t, I + i].
+void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
+                         cudaStream_t s);
+// In place on qkv [T, (Hq + 2 Hkv) * D]: optional per-head RMSNorm (q_norm / k_norm [D], may
+// be null) then NeoX RoPE with cos_sin [max_pos, D] F32 at positions [T].
+void launch_qk_norm_rope(void* qkv, DType act, const int32_t* positions, const void* q_norm,
+                         const void* k_norm, DType norm_dt, float eps, const float* cos_sin,
+                         int64_t max_pos, int64_t T, int Hq, int Hkv, int D, cudaStream_t s);
+// k_cache[slot, h, :] = k[t, h, :], same for v; slot = slots[t], skipped when < 0 or >= num_slots.
+void launch_store_kv(const void* qkv, DType act, const int32_t* slots, int64_t T, void* k_cache,
+                     void* v_cache, int Hq, int Hkv, int D, int64_t num_slots, cudaStream_t s);
+// out[i, :] = x[idx[i], :] (raw bytes, rows of row_bytes); rows outside [0, num_rows) -> zeros.
+void launch_gather_rows(const void* x, const int32_t* idx, int64_t S, int64_t row_bytes,
+                        int64_t num_rows, void* out, cudaStream_t s);
+// a += b, n elements of act dtype.
+void launch_add_inplace(void* a, const void* b, DType act, int64_t n, cudaStream_t s);
+// dst = src converted (float dtypes).
+void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n,
+                    cudaStream_t s);
+// out[t, n] += bias[n]; out [T, N].
+void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T,
+                     int64_t N, cudaStream_t s);
+
+// Paged attention (see attention_prefill.cu / attention_decode.cu for the algorithms).
+struct AttentionArgs {
+  const void* qkv = nullptr;      // [T, (Hq + 2 Hkv) * D], q is the first Hq * D columns
+  const void* k_cache = nullptr;  // [num_slots, Hkv, D]
+  const void* v_cache = nullptr;
+  void* out = nullptr;            // [T, Hq * D]
+  const int32_t* cu_seqlens_q = nullptr;  // [B + 1]
+  const int32_t* context_lens = nullptr;  // [B]
+  const int32_t* block_tables = nullptr;  // [B, table_stride]
+  int num_seqs = 0, max_seqlen_q = 0, max_seqlen_k = 0, block_size = 0, table_stride = 0;
+  int Hq = 0, Hkv = 0, D = 0;
+  int64_t num_slots = 0;  // num_blocks * block_size (bounds check of block table entries)
+  float scale = 1.f;
+  DType act = DType::BF16;
+};
+void launch_attention_prefill(const AttentionArgs& a, cudaStream_t s);
+// Tensor-core (WMMA bf16) variant of the same; bf16 activations, head_dim 64 / 128 only.
+bool attention_prefill_tc_supported(const AttentionArgs& a);
+void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s);
+// Split-K decode: one query per sequence. `partials` is scratch of
+// decode_partials_floats(a, num_sms) floats (may be null when that is 0).
+int64_t decode_partials_floats(const AttentionArgs& a, int num_sms);
+void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms,
+                             cudaStream_t s);
+
+}  // namespace nanovllm::cuda

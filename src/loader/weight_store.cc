@@ -1,0 +1,116 @@
+// WeightStore: the union of the safetensors files of a model directory, indexed by tensor name.
+// Source of truth, in order: model.safetensors.index.json (sharded HF checkpoints), else
+// model.safetensors, else every *.safetensors file in the directory (sorted).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "loader/safetensors.h"
+#include "util/check.h"
+
+namespace nanovllm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) NV_THROW("cannot read '", p.string(), "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace
+
+WeightStore WeightStore::open_dir(const std::string& model_dir) {
+  WeightStore s;
+  s.dir_ = model_dir;
+  fs::path dir(model_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) NV_THROW("model directory '", model_dir, "' does not exist");
+
+  fs::path index = dir / "model.safetensors.index.json";
+  if (fs::exists(index, ec)) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_text(index));
+    } catch (const nlohmann::json::exception& e) {
+      NV_THROW("malformed JSON in '", index.string(), "': ", e.what());
+    }
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      NV_THROW("'", index.string(), "' has no \"weight_map\" object");
+    std::map<std::string, std::shared_ptr<SafetensorsFile>> shards;
+    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+      if (!it.value().is_string())
+        NV_THROW("'", index.string(), "': weight_map entry for '", it.key(), "' is not a string");
+      std::string shard = it.value().get<std::string>();
+      auto sh = shards.find(shard);
+      if (sh == shards.end()) {
+        fs::path sp = dir / shard;
+        if (!fs::exists(sp, ec))
+          NV_THROW("shard '", shard, "' listed in '", index.string(), "' (for tensor '", it.key(),
+                   "') is missing");
+        sh = shards.emplace(shard, SafetensorsFile::open(sp.string())).first;
+      }
+      // An index that names a tensor its shard lacks is a broken checkpoint: say so now.
+      if (!sh->second->has(it.key()))
+        NV_THROW("tensor '", it.key(), "' is listed in '", index.string(), "' for shard '",
+                 shard, "' but that file does not contain it");
+      s.by_name_[it.key()] = sh->second;
+    }
+    return s;
+  }
+
+  std::vector<fs::path> files;
+  fs::path single = dir / "model.safetensors";
+  if (fs::exists(single, ec)) {
+    files.push_back(single);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty())
+    NV_THROW("no model.safetensors, model.safetensors.index.json or *.safetensors in '",
+             model_dir, "'");
+  for (const auto& p : files) {
+    auto f = SafetensorsFile::open(p.string());
+    for (const auto& [name, info] : f->tensors()) {
+      auto prev = s.by_name_.find(name);
+      if (prev != s.by_name_.end())
+        NV_THROW("tensor '", name, "' appears in both '", prev->second->path(), "' and '",
+                 p.string(), "'");
+      s.by_name_[name] = f;
+    }
+  }
+  return s;
+}
+
+bool WeightStore::has(const std::string& name) const { return by_name_.count(name) > 0; }
+
+Tensor WeightStore::get(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) NV_THROW("missing tensor '", name, "' in ", dir_);
+  return it->second->get(name);
+}
+
+Tensor WeightStore::get(const std::string& name, const Shape& expected) const {
+  Tensor t = get(name);
+  if (t.shape() != expected)
+    NV_THROW("tensor '", name, "' has shape ", shape_str(t.shape()), ", expected ",
+             shape_str(expected), " (in ", dir_, ")");
+  return t;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> v;
+  v.reserve(by_name_.size());
+  for (const auto& [n, f] : by_name_) v.push_back(n);
+  return v;
+}
+
+}  // namespace nanovllm

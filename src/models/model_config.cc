@@ -1,0 +1,319 @@
+// config.json -> ModelConfig. Defaults follow the Hugging Face config classes of each
+// architecture; anything nanovllm cannot run faithfully (other activations, rope scaling
+// types, sliding windows, MLP bias) is an error naming the field and value rather than a
+// silently wrong model.
+#include "models/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/check.h"
+
+namespace nanovllm {
+
+using json = nlohmann::json;
+
+const char* arch_name(Arch a) {
+  switch (a) {
+    case Arch::Qwen3: return "Qwen3ForCausalLM";
+    case Arch::Qwen2: return "Qwen2ForCausalLM";
+    case Arch::Llama: return "LlamaForCausalLM";
+  }
+  return "?";
+}
+
+namespace {
+
+// Typed access to one JSON object with errors that name the field and the file.
+struct Fields {
+  const json& j;
+  const std::string& where;
+  std::string prefix;  // "rope_scaling." for nested objects
+
+  bool has(const char* k) const { return j.contains(k) && !j[k].is_null(); }
+  std::string name(const char* k) const { return prefix + k; }
+
+  [[noreturn]] void missing(const char* k) const {
+    NV_THROW("missing required field '", name(k), "' in ", where);
+  }
+  int64_t integer(const char* k) const {
+    const json& v = j[k];
+    // 4096.0 is accepted (some converters write floats); 4096.5 is not.
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
+      return int64_t(v.get<double>());
+    NV_THROW("field '", name(k), "' in ", where, " must be an integer, got ", v.dump());
+  }
+  int req_pos_int(const char* k) const {
+    if (!has(k)) missing(k);
+    int64_t v = integer(k);
+    if (v <= 0 || v > INT32_MAX)
+      NV_THROW("field '", name(k), "' in ", where, " must be a positive integer, got ", v);
+    return int(v);
+  }
+  int opt_pos_int(const char* k, int dflt) const { return has(k) ? req_pos_int(k) : dflt; }
+  double number(const char* k) const {
+    const json& v = j[k];
+    if (!v.is_number()) NV_THROW("field '", name(k), "' in ", where, " must be a number, got ", v.dump());
+    return v.get<double>();
+  }
+  double req_pos_number(const char* k) const {
+    if (!has(k)) missing(k);
+    double v = number(k);
+    if (!(v > 0) || !std::isfinite(v))
+      NV_THROW("field '", name(k), "' in ", where, " must be a positive number, got ", v);
+    return v;
+  }
+  double opt_pos_number(const char* k, double dflt) const {
+    return has(k) ? req_pos_number(k) : dflt;
+  }
+  bool opt_bool(const char* k, bool dflt) const {
+    if (!has(k)) return dflt;
+    if (!j[k].is_boolean())
+      NV_THROW("field '", name(k), "' in ", where, " must be true or false, got ", j[k].dump());
+    return j[k].get<bool>();
+  }
+  std::string opt_string(const char* k, const std::string& dflt) const {
+    if (!has(k)) return dflt;
+    if (!j[k].is_string())
+      NV_THROW("field '", name(k), "' in ", where, " must be a string, got ", j[k].dump());
+    return j[k].get<std::string>();
+  }
+  // An id field that may be an int or a list of ints (eos_token_id), absent/null -> empty.
+  std::vector<int> id_list(const char* k) const {
+    std::vector<int> out;
+    if (!has(k)) return out;
+    auto one = [&](const json& v) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
+        NV_THROW("field '", name(k), "' in ", where, " must be a token id or a list of ids, got ",
+                 j[k].dump());
+      out.push_back(int(v.get<int64_t>()));
+    };
+    if (j[k].is_array())
+      for (const auto& v : j[k]) one(v);
+    else
+      one(j[k]);
+    return out;
+  }
+};
+
+Arch parse_arch(const json& j, const std::string& where, std::string* written) {
+  if (!j.contains("architectures")) NV_THROW("missing required field 'architectures' in ", where);
+  const json& a = j["architectures"];
+  if (!a.is_array() || a.empty() || !a[0].is_string())
+    NV_THROW("field 'architectures' in ", where, " must be a non-empty list of names, got ",
+             a.dump());
+  *written = a[0].get<std::string>();
+  if (*written == "Qwen3ForCausalLM") return Arch::Qwen3;
+  if (*written == "Qwen2ForCausalLM") return Arch::Qwen2;
+  if (*written == "LlamaForCausalLM") return Arch::Llama;
+  NV_THROW("unsupported model: 'architectures' is ", a.dump(), " in ", where,
+           " (supported: Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM)");
+}
+
+DType parse_torch_dtype(const Fields& f) {
+  // transformers >= 5 writes "dtype"; older versions "torch_dtype". Absent: float32, which
+  // is also what transformers loads such a checkpoint as.
+  const char* key = f.has("torch_dtype") ? "torch_dtype" : f.has("dtype") ? "dtype" : nullptr;
+  if (!key) return DType::F32;
+  std::string s = f.opt_string(key, "");
+  if (s == "float32") return DType::F32;
+  if (s == "bfloat16") return DType::BF16;
+  if (s == "float16") return DType::F16;
+  NV_THROW("unsupported '", key, "' value '", s, "' in ", f.where,
+           " (supported: float32, bfloat16, float16)");
+}
+
+// rope_scaling (transformers 4) or rope_parameters (transformers 5, which also moves
+// rope_theta inside it). `c.rope_theta` is set by the caller before this runs.
+void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
+  Fields top{j, where, ""};
+  const char* key = top.has("rope_scaling") ? "rope_scaling"
+                    : top.has("rope_parameters") ? "rope_parameters"
+                                                 : nullptr;
+  if (!key) return;
+  const json& r = j[key];
+  if (!r.is_object())
+    NV_THROW("field '", key, "' in ", where, " must be an object or null, got ", r.dump());
+  Fields f{r, where, std::string(key) + "."};
+  if (!top.has("rope_theta") && f.has("rope_theta")) c.rope_theta = f.req_pos_number("rope_theta");
+  const char* tkey = f.has("rope_type") ? "rope_type" : "type";
+  std::string type = f.opt_string(tkey, "default");
+  RopeScaling& s = c.rope_scaling;
+  s.type = type;
+  if (type == "default") return;
+  if (type == "linear") {
+    s.factor = f.req_pos_number("factor");
+    return;
+  }
+  if (type == "llama3") {
+    s.factor = f.req_pos_number("factor");
+    s.low_freq_factor = f.req_pos_number("low_freq_factor");
+    s.high_freq_factor = f.req_pos_number("high_freq_factor");
+    s.original_max_position_embeddings = f.req_pos_int("original_max_position_embeddings");
+    if (!(s.high_freq_factor > s.low_freq_factor))
+      NV_THROW("field '", key, ".high_freq_factor' (", s.high_freq_factor, ") must exceed '", key,
+               ".low_freq_factor' (", s.low_freq_factor, ") in ", where);
+    return;
+  }
+  NV_THROW("unsupported rope scaling: field '", key, ".", tkey, "' is '", type, "' in ", where,
+           " (supported: default, linear, llama3)");
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    NV_THROW("malformed JSON in ", where, ": ", e.what());
+  }
+  if (!j.is_object()) NV_THROW("", where, " is not a JSON object");
+  Fields f{j, where, ""};
+  ModelConfig c;
+  c.arch = parse_arch(j, where, &c.architecture);
+  c.model_type = f.opt_string("model_type", "");
+
+  c.hidden_size = f.req_pos_int("hidden_size");
+  c.intermediate_size = f.req_pos_int("intermediate_size");
+  c.num_hidden_layers = f.req_pos_int("num_hidden_layers");
+  c.num_attention_heads = f.req_pos_int("num_attention_heads");
+  c.num_key_value_heads = f.opt_pos_int("num_key_value_heads", c.num_attention_heads);
+  c.vocab_size = f.req_pos_int("vocab_size");
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    NV_THROW("num_attention_heads (", c.num_attention_heads,
+             ") is not a multiple of num_key_value_heads (", c.num_key_value_heads, ") in ", where);
+  if (f.has("head_dim")) {
+    c.head_dim = f.req_pos_int("head_dim");
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0)
+      NV_THROW("hidden_size (", c.hidden_size, ") is not divisible by num_attention_heads (",
+               c.num_attention_heads, ") and there is no 'head_dim' in ", where);
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  if (c.head_dim % 2 != 0) NV_THROW("head_dim ", c.head_dim, " must be even for rotary embeddings in ", where);
+
+  c.rms_norm_eps = f.opt_pos_number("rms_norm_eps", 1e-6);
+  c.rope_theta = f.opt_pos_number("rope_theta", 10000.0);
+  parse_rope(j, where, c);
+  c.max_position_embeddings =
+      f.opt_pos_int("max_position_embeddings", c.arch == Arch::Llama ? 2048 : 32768);
+  c.tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
+  c.torch_dtype = parse_torch_dtype(f);
+
+  c.hidden_act = f.opt_string("hidden_act", "silu");
+  if (c.hidden_act == "swish") c.hidden_act = "silu";  // same function in transformers
+  if (c.hidden_act != "silu")
+    NV_THROW("unsupported 'hidden_act' value '", c.hidden_act, "' in ", where, " (only silu)");
+
+  switch (c.arch) {
+    case Arch::Qwen3:
+      c.qk_norm = true;
+      c.attention_bias = f.opt_bool("attention_bias", false);
+      break;
+    case Arch::Qwen2:
+      c.qk_norm = false;
+      c.attention_bias = true;  // Qwen2 always has q/k/v biases; the config has no switch
+      break;
+    case Arch::Llama:
+      c.qk_norm = false;
+      c.attention_bias = f.opt_bool("attention_bias", false);
+      if (f.opt_bool("mlp_bias", false))
+        NV_THROW("unsupported 'mlp_bias' value true in ", where);
+      break;
+  }
+  if (f.opt_bool("use_sliding_window", false))
+    NV_THROW("unsupported 'use_sliding_window' value true in ", where,
+             " (sliding-window attention is not implemented)");
+
+  c.eos_token_ids = f.id_list("eos_token_id");
+  std::vector<int> bos = f.id_list("bos_token_id");
+  c.bos_token_id = bos.empty() ? -1 : bos[0];
+  return c;
+}
+
+namespace {
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) NV_THROW("cannot read '", p.string(), "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+}  // namespace
+
+ModelConfig ModelConfig::from_dir(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  fs::path dir(model_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) NV_THROW("model directory '", model_dir, "' does not exist");
+  fs::path cfg = dir / "config.json";
+  if (!fs::exists(cfg, ec)) NV_THROW("no config.json in model directory '", model_dir, "'");
+  ModelConfig c = from_json_text(read_file(cfg), cfg.string());
+
+  // generation_config.json lists the ids generation actually stops on (Qwen3: im_end and
+  // endoftext); add them after config.json's own, keeping order and dropping duplicates.
+  fs::path gen = dir / "generation_config.json";
+  if (fs::exists(gen, ec)) {
+    json g;
+    try {
+      g = json::parse(read_file(gen));
+    } catch (const json::exception& e) {
+      NV_THROW("malformed JSON in ", gen.string(), ": ", e.what());
+    }
+    if (g.is_object()) {
+      std::string where = gen.string();
+      Fields f{g, where, ""};
+      for (int id : f.id_list("eos_token_id"))
+        if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
+          c.eos_token_ids.push_back(id);
+      if (c.bos_token_id < 0) {
+        std::vector<int> bos = f.id_list("bos_token_id");
+        if (!bos.empty()) c.bos_token_id = bos[0];
+      }
+    }
+  }
+  return c;
+}
+
+std::vector<double> rope_inv_freq(const ModelConfig& c) {
+  NV_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, "rope_inv_freq: head_dim ", c.head_dim);
+  const int half = c.head_dim / 2;
+  std::vector<double> f(static_cast<size_t>(half));
+  // Frequency of pair i: theta^(-2i/D).
+  for (int i = 0; i < half; ++i) f[size_t(i)] = 1.0 / std::pow(c.rope_theta, 2.0 * i / c.head_dim);
+
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == "default") return f;
+  if (s.type == "linear") {
+    for (auto& x : f) x /= s.factor;  // positions stretched by `factor`
+    return f;
+  }
+  if (s.type == "llama3") {
+    // Llama 3.1 scaling: wavelengths longer than old_ctx / low_freq_factor are slowed down by
+    // `factor`; wavelengths shorter than old_ctx / high_freq_factor stay; in between, blend
+    // linearly in (old_ctx / wavelength) between the two.
+    const double old_ctx = s.original_max_position_embeddings;
+    const double long_wl = old_ctx / s.low_freq_factor;   // beyond: fully scaled
+    const double short_wl = old_ctx / s.high_freq_factor;  // below: untouched
+    for (auto& x : f) {
+      double wl = 2.0 * M_PI / x;
+      if (wl > long_wl) {
+        x /= s.factor;
+      } else if (wl >= short_wl) {
+        double t = (old_ctx / wl - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        x = (1.0 - t) * x / s.factor + t * x;
+      }
+    }
+    return f;
+  }
+  NV_THROW("rope_inv_freq: unsupported rope scaling type '", s.type, "'");
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,126 @@
+#include "server/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace nanovllm::server {
+
+std::string prom_number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  std::lock_guard<std::mutex> lk(mu_);
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  counts_[i]++;
+  sum_ += v;
+  n_++;
+}
+
+uint64_t Histogram::count() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return n_;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cum = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    cum += counts_[i];
+    const std::string le = i < bounds_.size() ? prom_number(bounds_[i]) : "+Inf";
+    out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cum) + "\n";
+  }
+  out += name + "_sum " + prom_number(sum_) + "\n";
+  out += name + "_count " + std::to_string(n_) + "\n";
+}
+
+static std::vector<double> latency_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75,
+          1.0,   2.5,    5.0,   7.5,  10.0,  20.0, 40.0,  80.0, 160.0};
+}
+
+ServerMetrics::ServerMetrics()
+    : ttft(latency_buckets()),
+      itl(latency_buckets()),
+      e2e(latency_buckets()),
+      batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {}
+
+void ServerMetrics::count_http(int status) {
+  std::lock_guard<std::mutex> lk(mu_);
+  http_[status]++;
+}
+void ServerMetrics::count_finished(const std::string& reason) {
+  std::lock_guard<std::mutex> lk(mu_);
+  finished_[reason]++;
+}
+void ServerMetrics::add_prompt_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  prompt_tokens_ += n;
+}
+void ServerMetrics::add_generation_tokens(int64_t n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  generation_tokens_ += n;
+}
+
+namespace {
+void header(std::string& out, const std::string& name, const char* type, const char* help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+void metric(std::string& out, const std::string& name, const char* type, const char* help, double v) {
+  header(out, name, type, help);
+  out += name + " " + prom_number(v) + "\n";
+}
+}  // namespace
+
+std::string ServerMetrics::render(const EngineSnapshot& s) const {
+  std::string out;
+  const EngineStats& e = s.stats;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    header(out, "nanovllm_http_requests_total", "counter", "HTTP responses by status code.");
+    for (auto& [code, n] : http_)
+      out += "nanovllm_http_requests_total{status=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
+    header(out, "nanovllm_request_success_total", "counter", "Finished generation requests by finish reason.");
+    for (auto& [reason, n] : finished_)
+      out += "nanovllm_request_success_total{finished_reason=\"" + reason + "\"} " + std::to_string(n) + "\n";
+    metric(out, "nanovllm_prompt_tokens_total", "counter", "Prompt tokens of served requests.", double(prompt_tokens_));
+    metric(out, "nanovllm_generation_tokens_total", "counter", "Generated tokens.", double(generation_tokens_));
+  }
+  metric(out, "nanovllm_num_requests_running", "gauge", "Sequences in the running batch.", e.num_running);
+  metric(out, "nanovllm_num_requests_waiting", "gauge", "Requests waiting (engine queue + HTTP submissions).",
+         e.num_waiting + s.queued);
+  const double usage = e.num_blocks_total > 0 ? double(e.num_blocks_used) / e.num_blocks_total : 0.0;
+  metric(out, "nanovllm_kv_cache_usage_perc", "gauge", "Fraction of KV-cache blocks in use (0..1).", usage);
+  metric(out, "nanovllm_kv_cache_blocks_used", "gauge", "KV-cache blocks in use.", e.num_blocks_used);
+  metric(out, "nanovllm_kv_cache_blocks_total", "gauge", "KV-cache blocks.", e.num_blocks_total);
+  const double hit = e.prefix_cache_query_tokens > 0
+                         ? double(e.prefix_cache_hit_tokens) / double(e.prefix_cache_query_tokens)
+                         : 0.0;
+  metric(out, "nanovllm_prefix_cache_hit_rate", "gauge", "Prompt tokens served from the prefix cache / queried.", hit);
+  metric(out, "nanovllm_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
+         double(e.prefix_cache_hit_tokens));
+  metric(out, "nanovllm_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         double(e.prefix_cache_query_tokens));
+  metric(out, "nanovllm_num_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.",
+         double(e.preemptions));
+  metric(out, "nanovllm_engine_steps_total", "counter", "Engine steps.", double(e.steps));
+  metric(out, "nanovllm_batch_size_current", "gauge", "Sequences in the latest engine step.", s.last_batch_size);
+  metric(out, "nanovllm_batch_size_max", "gauge", "Largest number of sequences in one engine step.", e.max_batch_size);
+  batch_size.render(out, "nanovllm_batch_size", "Sequences per engine step.");
+  ttft.render(out, "nanovllm_time_to_first_token_seconds", "Time from request arrival to the first token.");
+  itl.render(out, "nanovllm_inter_token_latency_seconds", "Time between consecutive tokens of a request.");
+  e2e.render(out, "nanovllm_e2e_request_latency_seconds", "Time from request arrival to the last token.");
+  return out;
+}
+
+}  // namespace nanovllm::server

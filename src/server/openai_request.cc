@@ -1,0 +1,271 @@
+#include "server/openai_request.h"
+
+#include <climits>
+#include <cmath>
+
+#include "server/api_error.h"
+#include "util/check.h"
+
+namespace nanovllm::server {
+namespace {
+
+using nlohmann::json;
+
+// A field is "absent" when missing or null (OpenAI clients send explicit nulls).
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+ApiError type_error(const char* key, const char* want) {
+  return bad_request(std::string("'") + key + "' must be " + want, key, "invalid_type");
+}
+
+bool get_bool(const json& body, const char* key, bool def) {
+  const json* v = field(body, key);
+  if (!v) return def;
+  if (!v->is_boolean()) throw type_error(key, "a boolean");
+  return v->get<bool>();
+}
+
+double get_number(const json& body, const char* key, double def) {
+  const json* v = field(body, key);
+  if (!v) return def;
+  if (!v->is_number()) throw type_error(key, "a number");
+  double d = v->get<double>();
+  if (!std::isfinite(d)) throw bad_request(std::string("'") + key + "' must be finite", key);
+  return d;
+}
+
+int64_t get_int64(const json& body, const char* key, int64_t def) {
+  const json* v = field(body, key);
+  if (!v) return def;
+  if (v->is_number_unsigned()) {
+    uint64_t u = v->get<uint64_t>();
+    if (u > uint64_t(INT64_MAX)) throw bad_request(std::string("'") + key + "' is too large", key);
+    return int64_t(u);
+  }
+  if (!v->is_number_integer()) throw type_error(key, "an integer");
+  return v->get<int64_t>();
+}
+
+int get_int(const json& body, const char* key, int def) {
+  int64_t v = get_int64(body, key, def);
+  if (v < INT_MIN || v > INT_MAX)
+    throw bad_request(std::string("'") + key + "' is out of range: " + std::to_string(v), key);
+  return int(v);
+}
+
+std::vector<int> get_token_ids(const json& arr, const char* key) {
+  std::vector<int> ids;
+  ids.reserve(arr.size());
+  for (const auto& x : arr) {
+    if (!x.is_number_integer()) throw type_error(key, "a list of integer token ids");
+    int64_t v = x.get<int64_t>();
+    if (v < 0 || v > INT_MAX)
+      throw bad_request(std::string("'") + key + "' contains an invalid token id " + std::to_string(v), key);
+    ids.push_back(int(v));
+  }
+  return ids;
+}
+
+json parse_body(const std::string& body) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw bad_request(std::string("request body is not valid JSON: ") + e.what(), "", "invalid_json");
+  }
+  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
+  return j;
+}
+
+// Fields shared by both endpoints: model, sampling, stop conditions, n, streaming.
+void parse_common(const json& b, GenerationRequest& r) {
+  if (const json* m = field(b, "model")) {
+    if (!m->is_string()) throw type_error("model", "a string");
+    r.model = m->get<std::string>();
+  }
+  SamplingParams& p = r.params;
+  p.temperature = float(get_number(b, "temperature", 1.0));
+  p.top_p = float(get_number(b, "top_p", 1.0));
+  p.top_k = get_int(b, "top_k", -1);
+  p.min_p = float(get_number(b, "min_p", 0.0));
+  if (field(b, "seed")) p.seed = uint64_t(get_int64(b, "seed", 0));
+  p.min_tokens = get_int(b, "min_tokens", 0);
+  p.ignore_eos = get_bool(b, "ignore_eos", false);
+  p.skip_special_tokens = get_bool(b, "skip_special_tokens", true);
+  if (const json* s = field(b, "stop")) {
+    if (s->is_string()) {
+      p.stop.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      for (const auto& x : *s) {
+        if (!x.is_string()) throw type_error("stop", "a string or a list of strings");
+        p.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      throw type_error("stop", "a string or a list of strings");
+    }
+  }
+  if (const json* s = field(b, "stop_token_ids")) {
+    if (!s->is_array()) throw type_error("stop_token_ids", "a list of integer token ids");
+    p.stop_token_ids = get_token_ids(*s, "stop_token_ids");
+  }
+  const int n = get_int(b, "n", 1);
+  if (n != 1) throw bad_request("only n = 1 is supported, got n = " + std::to_string(n), "n");
+  const int best_of = get_int(b, "best_of", 1);
+  if (best_of != 1) throw bad_request("only best_of = 1 is supported", "best_of");
+  for (const char* k : {"presence_penalty", "frequency_penalty"})
+    if (get_number(b, k, 0.0) != 0.0)
+      throw bad_request(std::string("'") + k + "' is not supported (must be 0)", k);
+  if (get_number(b, "repetition_penalty", 1.0) != 1.0)
+    throw bad_request("'repetition_penalty' is not supported (must be 1)", "repetition_penalty");
+  r.stream = get_bool(b, "stream", false);
+  if (const json* so = field(b, "stream_options")) {
+    if (!so->is_object()) throw type_error("stream_options", "an object");
+    if (!r.stream) throw bad_request("'stream_options' is only allowed with stream = true", "stream_options");
+    r.include_usage = get_bool(*so, "include_usage", false);
+  }
+}
+
+void set_max_tokens(const json& b, GenerationRequest& r, const char* key) {
+  if (!field(b, key)) return;
+  r.params.max_tokens = get_int(b, key, 0);
+  r.max_tokens_set = true;
+}
+
+// SamplingParams::validate() names the parameter first ("top_p must be ..."): use that word.
+void validate_params(const GenerationRequest& r) {
+  try {
+    r.params.validate();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    const size_t bracket = msg.find(" [");  // drop the "[error at file:line]" suffix
+    std::string clean = bracket == std::string::npos ? msg : msg.substr(0, bracket);
+    std::string param = clean.substr(0, clean.find(' '));
+    for (char c : param)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) { param.clear(); break; }
+    throw bad_request(clean, param);
+  }
+}
+
+std::string content_to_text(const json& content, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    throw bad_request("'" + where + "' must be a string, null or a list of text parts", "messages", "invalid_type");
+  std::string text;
+  bool first = true;
+  for (const auto& part : content) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      throw bad_request("'" + where + "' parts must be {\"type\": \"text\", \"text\": string}",
+                        "messages", "invalid_type");
+    if (!first) text += "\n";
+    text += part["text"].get<std::string>();
+    first = false;
+  }
+  return text;
+}
+
+}  // namespace
+
+GenerationRequest parse_completion_request(const std::string& body) {
+  const json b = parse_body(body);
+  GenerationRequest r;
+  r.chat = false;
+  const json* pr = field(b, "prompt");
+  if (!pr) throw bad_request("'prompt' is required", "prompt", "missing_parameter");
+  if (pr->is_string()) {
+    r.prompt = pr->get<std::string>();
+  } else if (pr->is_array()) {
+    if (pr->empty()) throw bad_request("'prompt' must not be empty", "prompt");
+    const json& first = (*pr)[0];
+    if (first.is_number_integer()) {
+      r.prompt = get_token_ids(*pr, "prompt");
+    } else if (first.is_string() || first.is_array()) {
+      if (pr->size() != 1)
+        throw bad_request("batched prompts are not supported: send one prompt per request", "prompt");
+      if (first.is_string()) r.prompt = first.get<std::string>();
+      else r.prompt = get_token_ids(first, "prompt");
+    } else {
+      throw type_error("prompt", "a string, a list of token ids, or a list with one of those");
+    }
+  } else {
+    throw type_error("prompt", "a string, a list of token ids, or a list with one of those");
+  }
+  parse_common(b, r);
+  r.params.max_tokens = 16;  // OpenAI's default for completions
+  r.max_tokens_set = true;
+  set_max_tokens(b, r, "max_tokens");
+  if (const json* lp = field(b, "logprobs")) {
+    // Completions: an integer N = top-N alternatives (a boolean is accepted as 0 / none).
+    if (lp->is_boolean()) {
+      r.logprobs = lp->get<bool>();
+      r.params.logprobs = r.logprobs ? 0 : -1;
+    } else {
+      int n = get_int(b, "logprobs", 0);
+      if (n < 0 || n > 20) throw bad_request("'logprobs' must be in [0, 20], got " + std::to_string(n), "logprobs");
+      r.logprobs = true;
+      r.params.logprobs = n;
+    }
+  }
+  if (get_bool(b, "echo", false)) throw bad_request("'echo' is not supported", "echo");
+  if (const json* s = field(b, "suffix"))
+    if (!s->is_string() || !s->get<std::string>().empty())
+      throw bad_request("'suffix' is not supported", "suffix");
+  validate_params(r);
+  return r;
+}
+
+GenerationRequest parse_chat_request(const std::string& body) {
+  const json b = parse_body(body);
+  GenerationRequest r;
+  r.chat = true;
+  const json* msgs = field(b, "messages");
+  if (!msgs) throw bad_request("'messages' is required", "messages", "missing_parameter");
+  if (!msgs->is_array()) throw type_error("messages", "a list of message objects");
+  if (msgs->empty()) throw bad_request("'messages' must not be empty", "messages");
+  r.messages = json::array();
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    if (!m.is_object()) throw type_error("messages", "a list of message objects");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw bad_request("'messages[" + std::to_string(i) + "].role' must be a string", "messages", "invalid_type");
+    json out = m;  // keep tool_calls, name, tool_call_id, reasoning_content, ...
+    auto content = m.find("content");
+    if (content != m.end() && !content->is_null()) out["content"] = content_to_text(*content, i);
+    else out["content"] = "";
+    r.messages.push_back(std::move(out));
+  }
+  parse_common(b, r);
+  // Unset: the rest of the context window, known only after tokenization (engine thread).
+  r.params.max_tokens = 1 << 30;
+  set_max_tokens(b, r, "max_tokens");
+  set_max_tokens(b, r, "max_completion_tokens");  // the newer name wins
+  const bool lp = get_bool(b, "logprobs", false);
+  const int top = get_int(b, "top_logprobs", 0);
+  if (top < 0 || top > 20) throw bad_request("'top_logprobs' must be in [0, 20], got " + std::to_string(top), "top_logprobs");
+  if (field(b, "top_logprobs") && !lp)
+    throw bad_request("'top_logprobs' requires 'logprobs' = true", "top_logprobs");
+  r.logprobs = lp;
+  r.params.logprobs = lp ? top : -1;
+  if (const json* k = field(b, "chat_template_kwargs")) {
+    if (!k->is_object()) throw type_error("chat_template_kwargs", "an object");
+    r.template_kwargs = *k;
+  }
+  if (const json* t = field(b, "tools")) {
+    if (!t->is_array()) throw type_error("tools", "a list of tool objects");
+    for (const auto& x : *t)
+      if (!x.is_object()) throw type_error("tools", "a list of tool objects");
+    if (const json* tc = field(b, "tool_choice"); !(tc && tc->is_string() && *tc == "none"))
+      r.template_kwargs["tools"] = *t;
+  }
+  r.add_generation_prompt = get_bool(b, "add_generation_prompt", true);
+  validate_params(r);
+  return r;
+}
+
+}  // namespace nanovllm::server

@@ -1,0 +1,34 @@
+// Parsing and validation of OpenAI request bodies (/v1/completions, /v1/chat/completions)
+// into a GenerationRequest. Every problem becomes ApiError 400 naming the parameter; the
+// sampling values are checked by SamplingParams::validate() so the CLI and the server agree.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "nanovllm/sampling_params.h"
+
+namespace nanovllm::server {
+
+struct GenerationRequest {
+  bool chat = false;
+  std::string model;  // "" when the client did not name one
+  // Completions: text or token ids. Chat: unused (monostate).
+  std::variant<std::monostate, std::string, std::vector<int>> prompt;
+  nlohmann::json messages;                              // chat: normalized messages
+  nlohmann::json template_kwargs = nlohmann::json::object();  // chat: tools, enable_thinking, ...
+  bool add_generation_prompt = true;
+  SamplingParams params;
+  bool max_tokens_set = false;  // chat without max_tokens: the rest of the context window
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
+};
+
+// `body` is the raw request body. Throws ApiError (400) for malformed JSON, wrong types and
+// invalid values.
+GenerationRequest parse_completion_request(const std::string& body);
+GenerationRequest parse_chat_request(const std::string& body);
+
+}  // namespace nanovllm::server

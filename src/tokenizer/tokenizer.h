@@ -1,0 +1,83 @@
+// Hugging Face `tokenizers`-compatible tokenizer driven by tokenizer.json (+ tokenizer_config.json
+// and generation_config.json). Supports the BPE model (byte-level and SentencePiece-style), the
+// normalizers / pre-tokenizers / post-processors / decoders listed in README.md, added and
+// special tokens. encode() and decode() give exactly HF's ids and text for supported files.
+// Thread-safe: all methods are const (the BPE word cache has its own lock).
+#pragma once
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nanovllm {
+
+class Tokenizer {
+ public:
+  ~Tokenizer();
+  // Loads <dir>/tokenizer.json, and tokenizer_config.json / generation_config.json when present.
+  static std::unique_ptr<Tokenizer> from_dir(const std::string& dir);
+  static std::unique_ptr<Tokenizer> from_json(const std::string& tokenizer_json_text,
+                                              const std::string& tokenizer_config_json_text = "");
+
+  // Invalid UTF-8 in `text` is replaced by U+FFFD first (like Python's errors="replace").
+  std::vector<int> encode(std::string_view text, bool add_special_tokens = true) const;
+  // Unknown ids are skipped (HF does the same).
+  std::string decode(const std::vector<int>& ids, bool skip_special_tokens = false) const;
+
+  int vocab_size() const;  // including added tokens
+  std::optional<int> token_to_id(std::string_view token) const;
+  std::string id_to_token(int id) const;  // "" if unknown
+  bool is_special(int id) const;
+  int bos_token_id() const;              // -1 if none
+  std::vector<int> eos_token_ids() const;  // generation_config eos_token_id, else tokenizer_config eos_token
+  std::string bos_token() const;         // "" if none
+  std::string eos_token() const;         // "" if none
+  const std::string& chat_template() const;  // tokenizer_config "chat_template" ("" if none)
+  const nlohmann::json& tokenizer_config() const;
+
+  // --- Lower-level pieces (used by IncrementalDetokenizer and tests). ---
+  // decode() without clean_up_tokenization_spaces, over ids[0, n).
+  std::string decode_raw(const int* ids, size_t n, bool skip_special_tokens) const;
+  // Whether tokenizer_config.json asks decode() to clean up spaces before punctuation.
+  bool clean_up_tokenization_spaces() const;
+  // transformers' clean_up_tokenization: " ." -> "." etc.
+  static std::string clean_up_spaces(std::string_view text);
+  // True for "<0xAB>" ids when the decoder joins byte-fallback runs (their text is not final
+  // until a non-byte id follows).
+  bool is_fallback_byte(int id) const;
+  // True when decode(..., skip) drops this id (unknown, or special and skip).
+  bool is_dropped(int id, bool skip_special_tokens) const;
+
+  struct Impl;
+
+ private:
+  Tokenizer();
+  std::unique_ptr<Impl> impl_;
+};
+
+// Streaming decode: push ids one at a time; returns text that is new and complete (never a
+// partial UTF-8 character). Without prompt ids, the concatenation of all pushes + finish()
+// equals decode(all pushed ids). With prompt ids, it equals the text that decoding
+// prompt + pushed adds after decode(prompt) (so a SentencePiece "▁word" right after the prompt
+// keeps its space).
+class IncrementalDetokenizer {
+ public:
+  IncrementalDetokenizer(const Tokenizer& tok, bool skip_special_tokens, std::vector<int> prompt_ids = {});
+  std::string push(int id);
+  std::string finish();
+
+ private:
+  std::string emit(bool final);
+  const Tokenizer& tok_;
+  bool skip_;
+  std::vector<int> ids_;     // prompt + pushed
+  size_t ctx_ = 0;           // decoding window start (context for leading-space handling)
+  size_t read_ = 0;          // ids before this have had their text emitted
+  std::string base_;         // decode_raw(ids_[ctx_, read_))
+  std::string pending_;      // raw text held back for clean_up_tokenization_spaces
+  bool cleanup_ = false;
+};
+
+}  // namespace nanovllm

@@ -1,0 +1,131 @@
+"""config.json -> RefConfig, following the defaults of transformers' Llama/Qwen2/Qwen3 configs."""
+import json
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+ARCHS = {
+    "LlamaForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+
+
+@dataclass
+class RefConfig:
+    arch: str                 # llama | qwen2 | qwen3
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: dict = field(default_factory=dict)  # {} = plain RoPE
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False    # bias on q/k/v projections
+    o_bias: bool = False      # bias on o_proj
+    mlp_bias: bool = False    # bias on gate/up/down (Llama mlp_bias)
+    qk_norm: bool = False     # Qwen3 per-head RMSNorm of q and k before RoPE
+    max_position_embeddings: int = 2048
+    bos_token_id: int = None
+    eos_token_id: object = None
+
+
+def parse_config(cfg):
+    archs = cfg.get("architectures") or []
+    arch = None
+    for a in archs:
+        if a in ARCHS:
+            arch = ARCHS[a]
+    if arch is None:
+        mt = cfg.get("model_type")
+        if mt in ("llama", "qwen2", "qwen3"):
+            arch = mt
+        else:
+            raise ValueError(f"unsupported architecture {archs} / model_type {mt}")
+    act = cfg.get("hidden_act", "silu")
+    if act != "silu":
+        raise ValueError(f"unsupported hidden_act {act}")
+    if cfg.get("use_sliding_window"):
+        raise ValueError("use_sliding_window=true is not supported by the reference")
+    hidden = int(cfg["hidden_size"])
+    heads = int(cfg["num_attention_heads"])
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = cfg.get("head_dim")
+    head_dim = int(head_dim) if head_dim else hidden // heads
+    attention_bias = bool(cfg.get("attention_bias", False))
+    # Transformers' per-arch bias layout: Qwen2 always has q/k/v bias and never o_proj bias;
+    # Llama and Qwen3 put attention_bias on all four projections.
+    if arch == "qwen2":
+        qkv_bias, o_bias = True, False
+    else:
+        qkv_bias, o_bias = attention_bias, attention_bias
+    rs = cfg.get("rope_scaling") or {}
+    rope_type = rs.get("rope_type", rs.get("type", "default")) if rs else "default"
+    if rope_type not in ("default", "linear", "llama3"):
+        raise ValueError(f"unsupported rope_scaling type {rope_type}")
+    return RefConfig(
+        arch=arch,
+        hidden_size=hidden,
+        intermediate_size=int(cfg["intermediate_size"]),
+        num_hidden_layers=int(cfg["num_hidden_layers"]),
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=int(cfg["vocab_size"]),
+        rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+        rope_theta=float(cfg.get("rope_theta", 10000.0)),
+        rope_scaling=dict(rs, rope_type=rope_type) if rope_type != "default" else {},
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        qkv_bias=qkv_bias,
+        o_bias=o_bias,
+        mlp_bias=bool(cfg.get("mlp_bias", False)) if arch == "llama" else False,
+        qk_norm=(arch == "qwen3"),
+        max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
+        bos_token_id=cfg.get("bos_token_id"),
+        eos_token_id=cfg.get("eos_token_id"),
+    )
+
+
+def load_config(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        return parse_config(json.load(f))
+
+
+def rope_inv_freq(c):
+    """Inverse frequencies [head_dim/2] in float64, after rope scaling.
+
+    Plain: theta^(-2i/D). linear: divide by factor (same as dividing positions by factor).
+    llama3: long wavelengths (> original_ctx/low_freq_factor) are divided by factor, short ones
+    (< original_ctx/high_freq_factor) kept, and the band between interpolates linearly in
+    original_ctx/wavelength."""
+    d = c.head_dim
+    inv = 1.0 / (c.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
+    rs = c.rope_scaling
+    if not rs:
+        return inv
+    factor = float(rs.get("factor", 1.0))
+    if rs["rope_type"] == "linear":
+        return inv / factor
+    # llama3
+    low = float(rs.get("low_freq_factor", 1.0))
+    high = float(rs.get("high_freq_factor", 4.0))
+    old_ctx = float(rs.get("original_max_position_embeddings", 8192))
+    wavelen = 2.0 * math.pi / inv
+    low_wavelen = old_ctx / low
+    high_wavelen = old_ctx / high
+    out = np.empty_like(inv)
+    for i, (f, w) in enumerate(zip(inv, wavelen)):
+        if w < high_wavelen:
+            out[i] = f
+        elif w > low_wavelen:
+            out[i] = f / factor
+        else:
+            s = (old_ctx / w - low) / (high - low)
+            out[i] = (1.0 - s) * f / factor + s * f
+    return out

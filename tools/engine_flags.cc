@@ -1,0 +1,85 @@
+#include "engine_flags.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "util/check.h"
+
+namespace nanovllm::cli {
+
+void add_engine_flags(CLI::App& app, Config& c) {
+  app.add_option("--device", c.device, "auto | cpu | cuda")->capture_default_str();
+  app.add_option("--max-num-seqs", c.max_num_seqs, "max sequences per step")->capture_default_str();
+  app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step")
+      ->capture_default_str();
+  app.add_option("--max-model-len", c.max_model_len, "max tokens per sequence (clipped to the model)")
+      ->capture_default_str();
+  app.add_option("--block-size", c.kvcache_block_size, "KV cache block size (multiple of 16)")
+      ->capture_default_str();
+  app.add_option("--num-kvcache-blocks", c.num_kvcache_blocks, "KV blocks (-1: from the memory budget)")
+      ->capture_default_str();
+  app.add_option("--kv-cache-bytes", c.cpu_kvcache_bytes, "CPU KV cache budget in bytes (0: a fraction of RAM)");
+  app.add_option("--gpu-memory-utilization", c.gpu_memory_utilization, "CUDA memory fraction")
+      ->capture_default_str();
+  app.add_option("--tensor-parallel-size,--tp", c.tensor_parallel_size, "tensor parallel ranks")
+      ->capture_default_str();
+  app.add_flag("--enforce-eager", c.enforce_eager, "CUDA: no CUDA graphs");
+  app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
+  app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
+  app.add_option("--threads", c.num_threads, "CPU threads (0: all cores)");
+}
+
+void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
+  app.add_option("--temperature", f.p.temperature, "0 = greedy")->capture_default_str();
+  app.add_option("--top-k", f.p.top_k, "-1 = disabled")->capture_default_str();
+  app.add_option("--top-p", f.p.top_p, "nucleus sampling")->capture_default_str();
+  app.add_option("--min-p", f.p.min_p, "min-p filtering")->capture_default_str();
+  app.add_option("--seed", f.seed, "per-request RNG seed (default: random)");
+  app.add_option("--max-tokens", f.p.max_tokens, "max generated tokens")->capture_default_str();
+  app.add_option("--min-tokens", f.p.min_tokens, "min generated tokens before EOS/stop");
+  app.add_flag("--ignore-eos", f.p.ignore_eos, "do not stop at EOS");
+  app.add_option("--stop", f.stop, "stop string (repeatable)");
+  app.add_option("--stop-token-ids", f.stop_token_ids, "extra stop token ids, e.g. 1,2");
+  app.add_option("--logprobs", f.p.logprobs, "return the top-N logprobs per token");
+}
+
+SamplingParams SamplingFlags::build() const {
+  SamplingParams sp = p;
+  if (seed >= 0) sp.seed = uint64_t(seed);
+  sp.stop = stop;
+  if (!stop_token_ids.empty()) sp.stop_token_ids = parse_ids(stop_token_ids);
+  sp.validate();
+  return sp;
+}
+
+std::vector<int> parse_ids(const std::string& s) {
+  std::vector<int> ids;
+  std::string tok;
+  std::stringstream ss(s);
+  while (std::getline(ss, tok, ',')) {
+    size_t a = tok.find_first_not_of(" \t\n"), b = tok.find_last_not_of(" \t\n");
+    NV_CHECK(a != std::string::npos, "empty token id in '", s, "'");
+    tok = tok.substr(a, b - a + 1);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(tok, &used);
+    } catch (...) {
+      used = 0;
+    }
+    NV_CHECK(used == tok.size() && v >= 0 && v <= INT32_MAX, "invalid token id '", tok, "' in '", s,
+             "'");
+    ids.push_back(int(v));
+  }
+  return ids;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  NV_CHECK(f.good(), "cannot open '", path, "'");
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+}  // namespace nanovllm::cli

@@ -15,17 +15,10 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Exp(1) noise for token i of a request step: -log(u) with u = (k + 0.5) / 2^23 in (0, 1),
-// k the top 23 bits of Philox word i % 4 of counter (i / 4, step). 23 bits keep u exactly
-// representable in float and strictly below 1, so the noise is never 0.
-inline float exp_noise_from_word(uint32_t w) {
-  return -std::log((static_cast<float>(w >> 9) + 0.5f) * (1.0f / 8388608.0f));
-}
-
-inline PhiloxCounter noise_counter(int64_t block, int64_t step) {
-  return {static_cast<uint32_t>(block), static_cast<uint32_t>(static_cast<uint64_t>(block) >> 32),
-          static_cast<uint32_t>(step), static_cast<uint32_t>(static_cast<uint64_t>(step) >> 32)};
-}
+// Exp(1) noise of token i: E = -log(u), u = noise_uniform(sampler_noise_word(seed, step, i))
+// (see util/philox.h). argmax p_i / E_i equals argmax (z_i + Gumbel_i) with Gumbel = -log(E),
+// the CUDA sampler's form, so both backends pick the same token from the same logits.
+inline float exp_noise_from_word(uint32_t w) { return -std::log(noise_uniform(w)); }
 
 // Lowest index of the maximum; NaN never wins. Returns 0 for an all -inf/NaN row.
 int argmax(const float* x, int V) {
@@ -74,7 +67,9 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
   double lse = 0;
   if (want_lp) lse = fill_logprobs(row, V, p.logprobs, logprobs_out);
 
-  if (p.temperature == 0.f && !req.suppress_eos) {  // fast path: no copy needed
+  // Like vLLM, temperatures below 1e-5 are greedy (1/T would overflow the scaled logits).
+  const bool greedy = p.temperature < 1e-5f;
+  if (greedy && !req.suppress_eos) {  // fast path: no copy needed
     const int token = argmax(row, V);
     if (want_lp)
       logprobs_out->logprob = static_cast<float>(static_cast<double>(row[token]) - lse);
@@ -98,13 +93,12 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
   for (int i = 0; i < V; ++i) m = std::max(m, x[i]);
   if (!(m > kNegInf)) {
     token = argmax(row, V);  // everything masked: ignore the suppression rather than fail
-  } else if (p.temperature == 0.f) {
+  } else if (greedy) {
     token = argmax(x, V);
   } else {
     const float inv_t = 1.0f / p.temperature;
     for (int i = 0; i < V; ++i) x[i] *= inv_t;
     m *= inv_t;
-    const PhiloxKey key = philox_key(req.seed);
     const bool top_k_on = p.top_k >= 1 && p.top_k < V;
     const bool filtered = top_k_on || p.top_p < 1.f || p.min_p > 0.f;
     if (!filtered) {
@@ -118,32 +112,30 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
       float skip_below = kNegInf;  // m + log(best) - 18
       float log_best = kNegInf;
       token = -1;
-      for (int b = 0; b * 4 < V; ++b) {
-        const int n = std::min(4, V - b * 4);
-        bool any = false;
-        for (int l = 0; l < n; ++l) any |= x[b * 4 + l] >= skip_below;
-        if (!any) continue;
-        const PhiloxCounter r = philox4x32_10(noise_counter(b, req.step), key);
-        for (int l = 0; l < n; ++l) {
-          const int i = b * 4 + l;
-          if (x[i] < skip_below) continue;
-          const uint32_t w = r[static_cast<size_t>(l)];
-          const float u = (static_cast<float>(w >> 9) + 0.5f) * (1.0f / 8388608.0f);
-          // floor(log2(1 - u)) from the float exponent: a lower bound of log(1 - u) / ln 2,
-          // so x - m <= log(best) + that bound implies p_i <= best * (1 - u): skip, no exp.
-          const int e2 = static_cast<int>((std::bit_cast<uint32_t>(1.0f - u) >> 23) & 0xff) - 127;
-          if (x[i] - m <= log_best + static_cast<float>(e2) * 0.6931472f - 1e-3f) continue;
-          const float pi = std::exp(x[i] - m);
-          if (!(pi > 0.f) || pi <= best * (1.0f - u) * 0.999f) continue;
-          const float s = pi / exp_noise_from_word(w);
-          if (s > best) {
-            best = s;
-            token = i;
-            log_best = std::log(best);
-            skip_below = m + log_best - 18.f;
-          }
+      // Start with the most likely token (p = 1): it makes best large at once, so the bounds
+      // below skip almost every other token. It is visited again in order (no change then).
+      const int top = argmax(x, V);
+      auto visit = [&](int i) {
+        if (x[i] < skip_below) return;
+        const uint32_t w = sampler_noise_word(req.seed, static_cast<uint64_t>(req.step),
+                                              static_cast<uint32_t>(i));
+        const float u = noise_uniform(w);
+        // floor(log2(1 - u)) from the float exponent: a lower bound of log(1 - u) / ln 2, so
+        // x - m <= log(best) + that bound implies p_i <= best * (1 - u): skip, no exp.
+        const int e2 = static_cast<int>((std::bit_cast<uint32_t>(1.0f - u) >> 23) & 0xff) - 127;
+        if (x[i] - m <= log_best + static_cast<float>(e2) * 0.6931472f - 1e-3f) return;
+        const float pi = std::exp(x[i] - m);
+        if (!(pi > 0.f) || pi <= best * (1.0f - u) * 0.999f) return;
+        const float s = pi / exp_noise_from_word(w);
+        if (s > best || (s == best && i < token)) {
+          best = s;
+          token = i;
+          log_best = std::log(best);
+          skip_below = m + log_best - 18.f;
         }
-      }
+      };
+      visit(top);
+      for (int i = 0; i < V; ++i) visit(i);
       if (token < 0) token = argmax(x, V);  // unreachable: the max token has p = 1
     } else {
       thread_local std::vector<int> cand;
@@ -235,8 +227,9 @@ int sample_row(const float* row, int V, const SampleRequest& req, TokenLogprobs*
       double best = -1;
       token = cand.empty() ? argmax(x, V) : cand[0];
       for (int i : cand) {
-        const PhiloxCounter r = philox4x32_10(noise_counter(i / 4, req.step), key);
-        const double s = prob(i) / exp_noise_from_word(r[static_cast<size_t>(i % 4)]);
+        const uint32_t w = sampler_noise_word(req.seed, static_cast<uint64_t>(req.step),
+                                              static_cast<uint32_t>(i));
+        const double s = prob(i) / exp_noise_from_word(w);
         if (s > best || (s == best && i < token)) {
           best = s;
           token = i;

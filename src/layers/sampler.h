@@ -1,7 +1,7 @@
 // Host-side token sampler over f32 logits [S, V] (one row per sampling sequence).
 //
 // Per row: optional EOS/stop-token suppression (min_tokens), then greedy argmax when
-// temperature == 0, else logits / T -> top-k -> top-p -> min-p -> softmax -> exponential race
+// temperature < 1e-5 (0 in practice), else logits / T -> top-k -> top-p -> min-p -> softmax -> exponential race
 // (token = argmax_i p_i / E_i, E_i ~ Exp(1); nano-vLLM's Gumbel-max sampler). The noise E_i
 // comes from Philox4x32-10 keyed by the request seed with counter (step, i), so a seeded
 // request gets the same tokens whatever else is in the batch.

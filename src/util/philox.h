@@ -31,9 +31,18 @@ inline PhiloxKey philox_key(uint64_t seed) {
   return {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
 }
 
-// Uniform in (0, 1] from 32 random bits (never 0, so -log(u) is finite).
-inline float philox_uniform_open0(uint32_t x) {
-  return (static_cast<float>(x >> 8) + 1.0f) * (1.0f / 16777216.0f);
+// The sampler's noise for vocabulary entry i of a request step (the same definition as
+// src/kernels/cuda/philox_rng.h, so CPU and CUDA sampling draw identical noise):
+//   key = {seed lo, seed hi}, counter = {step lo, step hi, i, 0}, first output word.
+inline uint32_t sampler_noise_word(uint64_t seed, uint64_t step, uint32_t i) {
+  return philox4x32_10({static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32), i, 0u},
+                       philox_key(seed))[0];
+}
+
+// Uniform in the open interval (0, 1): an odd multiple of 2^-24, exact in float, so both
+// -log(u) and 1 - u are never 0.
+inline float noise_uniform(uint32_t x) {
+  return static_cast<float>(((x >> 9) << 1) | 1u) * (1.0f / 16777216.0f);
 }
 
 }  // namespace nanovllm

@@ -3,7 +3,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
@@ -88,7 +87,3 @@ class Runner:
             return 1
         print("all cases passed")
         return 0
-
-
-def add_reference_to_path():
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -95,6 +95,21 @@ TEST(Scheduler, PrefillFirstBudgetChargesOnlyUncachedTokens) {
   EXPECT_EQ(o.num_prefill_tokens, 28);
 }
 
+TEST(Scheduler, PrefixCachingCanBeDisabled) {
+  for (bool enabled : {true, false}) {
+    SchedulerConfig c = small_config("prefill-first", 32);
+    c.enable_prefix_caching = enabled;
+    Scheduler s(c);
+    s.add(make_seq(1, iota_tokens(40, 0), 16));
+    feed(s, s.schedule(), 3);
+    s.add(make_seq(2, iota_tokens(40, 0), 16));
+    SchedulerOutput o = s.schedule();
+    ASSERT_EQ(o.seqs.size(), 1u);
+    EXPECT_EQ(o.seqs[0].num_new_tokens, enabled ? 8 : 40);
+    EXPECT_EQ(o.seqs[0].seq->num_prefix_hit_tokens, enabled ? 32 : 0);
+  }
+}
+
 TEST(Scheduler, PreemptsYoungestFirstThenItselfToFrontOfWaiting) {
   Scheduler s(small_config("prefill-first", 3));
   SamplingParams pa;

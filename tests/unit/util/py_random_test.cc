@@ -92,9 +92,19 @@ TEST(Philox, Random123KnownAnswers) {
             (PhiloxCounter{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
 }
 
-TEST(Philox, UniformIsInOpenZeroClosedOne) {
-  EXPECT_GT(philox_uniform_open0(0), 0.f);
-  EXPECT_EQ(philox_uniform_open0(0xffffffffu), 1.f);
+TEST(Philox, UniformIsInOpenInterval) {
+  EXPECT_EQ(noise_uniform(0), 1.f / 16777216.f);
+  EXPECT_EQ(noise_uniform(0xffffffffu), 1.f - 1.f / 16777216.f);
+  EXPECT_LT(noise_uniform(0xffffffffu), 1.f);
+}
+
+TEST(Philox, SamplerNoiseLayout) {
+  // key = seed halves, counter = {step lo, step hi, i, 0}, first word.
+  const uint64_t seed = 0x0123456789abcdefull, step = 0x0000000500000007ull;
+  EXPECT_EQ(sampler_noise_word(seed, step, 42),
+            philox4x32_10({7u, 5u, 42u, 0u}, {0x89abcdefu, 0x01234567u})[0]);
+  EXPECT_NE(sampler_noise_word(seed, step, 42), sampler_noise_word(seed, step + 1, 42));
+  EXPECT_NE(sampler_noise_word(seed, step, 42), sampler_noise_word(seed + 1, step, 42));
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ int run_make_model(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int rc = app.exit(e);  // prints help (rc 0) or the usage error
+    return rc == 0 ? 0 : 2;
   }
   o.dtype = nanovllm::parse_dtype(dtype);
   auto t0 = std::chrono::steady_clock::now();

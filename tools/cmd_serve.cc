@@ -38,9 +38,8 @@ int run_serve(int argc, char** argv) {
   NV_CHECK(opt.max_waiting >= 0, "--max-waiting must be >= 0, got ", opt.max_waiting);
   cfg.max_waiting = opt.max_waiting;
 
-  // Before any thread exists (the engine starts worker threads), so only the server's signal
-  // thread receives SIGINT/SIGTERM.
-  server::block_shutdown_signals();
+  // Before loading: a SIGTERM during a long load is acted on as soon as the server runs.
+  server::install_shutdown_handlers();
   std::fprintf(stderr, "nanovllm: loading %s\n", cfg.model.c_str());
   LLM llm(cfg);
   return server::run_server(llm, opt);

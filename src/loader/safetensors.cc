@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -169,8 +170,15 @@ Tensor SafetensorsFile::get(const std::string& name) const {
   // The owner keeps the whole file (and so the mapping) alive while the tensor exists. The
   // mapping is PROT_READ: writing through the returned pointer faults; copy first.
   std::shared_ptr<void> owner = self_.lock();
-  char* base = static_cast<char*>(map_);
-  return Tensor::wrap(base + info.offset, info.shape, info.dtype, Device::CPU, std::move(owner));
+  char* p = static_cast<char*>(map_) + info.offset;
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(info.dtype) != 0) {
+    // Files whose header length is not padded leave data misaligned for its type; kernels
+    // assume natural alignment, so hand out an aligned heap copy instead.
+    Tensor t = Tensor::empty(info.shape, info.dtype);
+    if (info.nbytes) std::memcpy(t.raw(), p, info.nbytes);
+    return t;
+  }
+  return Tensor::wrap(p, info.shape, info.dtype, Device::CPU, std::move(owner));
 }
 
 }  // namespace nanovllm

@@ -1,10 +1,11 @@
 // Server setup: routes, authentication, error bodies, worker pool, listening socket, signals.
 #include "server/http_server.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -17,12 +18,26 @@ namespace nanovllm::server {
 
 using nlohmann::json;
 
-void block_shutdown_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+namespace {
+// Self-pipe: the handler only write()s (async-signal-safe); the shutdown thread read()s. A handler
+// (not sigwait) because libraries start threads before main (e.g. OpenBLAS), and a signal
+// delivered to one of those would otherwise take the default action and kill the process.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_shutdown_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  if (g_signal_pipe[1] >= 0) (void)!::write(g_signal_pipe[1], &b, 1);
+}
+}  // namespace
+
+void install_shutdown_handlers() {
+  if (g_signal_pipe[0] < 0) NV_CHECK(::pipe(g_signal_pipe) == 0, "pipe() failed");
+  struct sigaction sa {};
+  sa.sa_handler = on_shutdown_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   // A client that disconnects must not kill the process when we write to its socket.
   signal(SIGPIPE, SIG_IGN);
 }
@@ -105,7 +120,7 @@ void install_routes(httplib::Server& svr, ServerContext& ctx, const ServerOption
 }  // namespace
 
 int run_server(LLM& llm, const ServerOptions& opt) {
-  block_shutdown_signals();
+  install_shutdown_handlers();
   ServerMetrics metrics;
   EngineLoop loop(llm, metrics, opt.max_waiting);
   ServerContext ctx;
@@ -146,14 +161,11 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   // Shutdown: the first SIGINT/SIGTERM stops accepting, aborts in-flight requests (streams get a
   // final chunk and [DONE]), and ends listen_after_bind().
   std::thread signals([&] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sig = 0;
-    sigwait(&set, &sig);
-    if (sig == 0) return;
-    std::fprintf(stderr, "nanovllm: signal %d: shutting down\n", sig);
+    unsigned char sig = 0;
+    while (::read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;  // woken by run_server itself: nothing to stop
+    std::fprintf(stderr, "nanovllm: signal %d: shutting down\n", int(sig));
     ctx.stopping = true;
     loop.stop();
     // Let streams write their last chunks before the sockets close (bounded wait).
@@ -168,7 +180,8 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   const bool by_signal = ctx.stopping;
   if (!by_signal) {  // listen failed on its own: wake the signal thread so it can end
     ctx.stopping = true;
-    pthread_kill(signals.native_handle(), SIGTERM);
+    const unsigned char zero = 0;
+    (void)!::write(g_signal_pipe[1], &zero, 1);
   }
   signals.join();
   loop.stop();

@@ -21,9 +21,10 @@ struct ServerOptions {
   size_t max_body_bytes = 8u << 20;     // larger request bodies: 413
 };
 
-// Blocks SIGINT/SIGTERM in the calling thread (and threads it creates later) so that the server's
-// signal thread receives them; call before starting other threads (e.g. before loading the model).
-void block_shutdown_signals();
+// Installs SIGINT/SIGTERM handlers that ask the server to shut down (a signal during model
+// loading is kept and acted on once the server runs), and ignores SIGPIPE. run_server() calls it
+// too; call it early to cover the model loading.
+void install_shutdown_handlers();
 
 // Serves until SIGINT/SIGTERM, then aborts in-flight requests, stops and returns 0.
 // Prints "nanovllm: listening on http://HOST:PORT" (flushed) once it accepts connections.

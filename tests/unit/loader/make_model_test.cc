@@ -1,7 +1,10 @@
 // make_random_model: determinism, HF layout, weight statistics, and the config it writes.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdlib>
 
 #include "loader/make_model.h"
 #include "loader/safetensors.h"
@@ -36,9 +39,9 @@ void mean_std(const Tensor& t, double* mean, double* std) {
 
 TEST(MakeModel, DeterministicAcrossThreadCounts) {
   TempDir d;
-  make_random_model(opts("qwen3", DType::F32, 7, d / "a", 1));
-  make_random_model(opts("qwen3", DType::F32, 7, d / "b", 2));
-  make_random_model(opts("qwen3", DType::F32, 8, d / "c", 2));
+  make_random_model(opts("qwen3", DType::BF16, 7, d / "a", 1));
+  make_random_model(opts("qwen3", DType::BF16, 7, d / "b", 2));
+  make_random_model(opts("qwen3", DType::BF16, 8, d / "c", 2));
   for (const char* f : {"model.safetensors", "config.json", "generation_config.json"}) {
     std::string a = read_bytes(d / ("a/" + std::string(f)));
     ASSERT_FALSE(a.empty()) << f;
@@ -162,6 +165,29 @@ TEST(MakeModel, TokenizerFilesAndErrors) {
   bad.arch = "qwen3";
   bad.dtype = DType::I32;
   test::expect_error([&] { make_random_model(bad); }, {"dtype"});
+}
+
+// The CLI front end (ctest sets NANOVLLM_BIN to the built `nanovllm`).
+TEST(MakeModel, Cli) {
+  const char* bin = std::getenv("NANOVLLM_BIN");
+  if (!bin || !std::filesystem::exists(bin))
+    GTEST_SKIP() << "NANOVLLM_BIN not set or missing (run through ctest)";
+  TempDir d;
+  auto run = [&](const std::string& args) {
+    std::string cmd = std::string(bin) + " make-model " + args + " >/dev/null 2>&1";
+    int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  ASSERT_EQ(run("--arch qwen2 --preset tiny --dtype bf16 --seed 11 --out " + (d / "a")), 0);
+  ASSERT_EQ(run("--arch qwen2 --preset tiny --dtype bf16 --seed 11 --threads 1 --out " + (d / "b")), 0);
+  EXPECT_TRUE(read_bytes(d / "a/model.safetensors") == read_bytes(d / "b/model.safetensors"));
+  // Same bytes as the library call with the same options.
+  make_random_model(opts("qwen2", DType::BF16, 11, d / "c"));
+  EXPECT_TRUE(read_bytes(d / "a/model.safetensors") == read_bytes(d / "c/model.safetensors"));
+  EXPECT_EQ(ModelConfig::from_dir(d / "a").arch, Arch::Qwen2);
+  EXPECT_EQ(run("--arch gpt2 --out " + (d / "x")), 2);  // bad usage
+  EXPECT_EQ(run("--preset tiny"), 2);                   // --out is required
+  EXPECT_EQ(run("--out " + (d / "y") + " --tokenizer-dir " + (d / "none")), 1);  // error
 }
 
 }  // namespace

@@ -6,11 +6,6 @@
 #include "models/model_config.h"
 #include "test_util.h"
 
-// test_loader links only nv_loader, but ModelConfig lives in nv_models (which needs the
-// kernels). model_config.cc depends on nothing but nv_util and nlohmann-json, so compile it
-// into this test directly. (If the test is ever linked with nv_models as well, the archive
-// member is simply not pulled in: every symbol it defines is already defined here.)
-#include "../../../src/models/model_config.cc"
 
 namespace nanovllm {
 namespace {

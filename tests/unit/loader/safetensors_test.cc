@@ -107,6 +107,9 @@ TEST(Safetensors, ReadsHandWrittenFile) {
   EXPECT_EQ(f->metadata().at("format"), "pt");
   Tensor t = f->get("w");
   EXPECT_EQ(t.shape(), Shape({2}));
+  // The header length (odd) leaves the data misaligned: get() must return an aligned copy.
+  ASSERT_NE((8 + header.size()) % 4, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 4, 0u);
   EXPECT_EQ(t.data<float>()[0], 1.5f);
   EXPECT_EQ(t.data<float>()[1], -2.f);
   EXPECT_EQ(f->get("b").data<int32_t>()[0], -7);
@@ -175,6 +178,49 @@ TEST(Safetensors, Errors) {
 
   // The directory itself is not a file.
   expect_error([&] { SafetensorsFile::open(d.path.string()); }, {d.path.string()});
+}
+
+// Corrupted and truncated variants of a valid file either open (and then every tensor is
+// readable within the file) or throw nanovllm::Error; nothing crashes. Run under
+// NANOVLLM_SANITIZE to catch out-of-bounds reads.
+TEST(Safetensors, CorruptionNeverCrashes) {
+  TempDir d;
+  write_safetensors(d / "m.safetensors", sample_tensors(), {{"format", "pt"}});
+  const std::string good = test::read_bytes(d / "m.safetensors");
+  uint64_t state = 0x1234;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  int opened = 0, rejected = 0;
+  const std::string junk = "{}[]\":,0123456789-e.FBIU \x00\xff";
+  for (int iter = 0; iter < 240; ++iter) {
+    std::string b = good;
+    if (iter % 4 == 0) {
+      b.resize(next() % b.size());  // truncation
+    } else {
+      for (int k = 0; k < 1 + iter % 3; ++k)  // 1-3 bytes replaced, mostly in the header
+        b[size_t(next() % std::min<size_t>(b.size(), 8 + 600))] = junk[next() % junk.size()];
+    }
+    write_bytes(d / "c.safetensors", b);
+    try {
+      auto f = SafetensorsFile::open(d / "c.safetensors");
+      for (const auto& [name, info] : f->tensors()) {
+        ASSERT_LE(info.offset + info.nbytes, b.size()) << name;
+        Tensor t = f->get(name);
+        ASSERT_EQ(t.nbytes(), info.nbytes);
+        // The tensor's bytes are the file's bytes at the recorded offset.
+        if (info.nbytes) {
+          EXPECT_EQ(std::memcmp(t.raw(), b.data() + info.offset, info.nbytes), 0) << name;
+        }
+      }
+      ++opened;
+    } catch (const nanovllm::Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GE(rejected, 60);  // every truncation (60) must be rejected
+  std::printf("corrupted files: %d opened, %d rejected with an error\n", opened, rejected);
 }
 
 // Write with our writer, read with an independent numpy reader (stands in for the Python

@@ -85,7 +85,7 @@ TEST(WeightStore, MissingOrEmptyDirectory) {
   expect_error([&] { WeightStore::open_dir(d.path.string()); }, {"no model.safetensors"});
 }
 
-TEST(WeightStore, SharedDataModel) {
+TEST(SharedDataWeightStore, Stories260K) {
   std::string dir = std::string(NANOVLLM_SHARED_DATA) + "/models/stories260K-hf";
   if (!std::filesystem::exists(dir + "/model.safetensors"))
     GTEST_SKIP() << "shared test data not found at " << dir;

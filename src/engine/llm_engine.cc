@@ -49,6 +49,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.
 
   runner_ = std::make_unique<ModelRunner>(config_, mc_);
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
+  config_.device = device_name(runner_->backend().device());
   // A sequence must always fit the cache alone, or it could be preempted forever.
   const int cache_tokens = config_.num_kvcache_blocks * config_.kvcache_block_size;
   if (config_.max_model_len > cache_tokens) {

@@ -64,7 +64,8 @@ void check_attention(const Case& c) {
     hb.cu_seqlens_q.push_back(hb.cu_seqlens_q.back() + q.sq);
     hb.context_lens.push_back(q.ctx);
     for (int i = 0; i < q.sq; ++i) hb.positions.push_back(q.ctx - q.sq + i);
-    for (int j = 0; j < (q.ctx + bs - 1) / bs; ++j) hb.block_tables[size_t(b) * max_blocks + j] = ids[next++];
+    for (int j = 0; j < (q.ctx + bs - 1) / bs; ++j)
+      hb.block_tables[size_t(b) * max_blocks + j] = ids[next++];
   }
   BatchTensors batch = be->upload_batch(hb);
 
@@ -99,7 +100,8 @@ void check_attention(const Case& c) {
         s.assign(last + 1, 0.0);
         double mx = -INFINITY;
         for (int k = 0; k <= last; ++k) {
-          const int64_t slot = int64_t(hb.block_tables[size_t(b) * max_blocks + k / bs]) * bs + k % bs;
+          const int64_t slot =
+              int64_t(hb.block_tables[size_t(b) * max_blocks + k / bs]) * bs + k % bs;
           const float* kv = &kc.host[(size_t(slot) * Hkv + kvh) * D];
           double d = 0;
           for (int e = 0; e < D; ++e) d += double(qv[e]) * kv[e];
@@ -110,7 +112,8 @@ void check_attention(const Case& c) {
         for (auto& x : s) den += (x = std::exp(x - mx));
         double* o = &want[size_t(t0 + i) * Hq * D + size_t(h) * D];
         for (int k = 0; k <= last; ++k) {
-          const int64_t slot = int64_t(hb.block_tables[size_t(b) * max_blocks + k / bs]) * bs + k % bs;
+          const int64_t slot =
+              int64_t(hb.block_tables[size_t(b) * max_blocks + k / bs]) * bs + k % bs;
           const float* vv = &vc.host[(size_t(slot) * Hkv + kvh) * D];
           const double p = s[k] / den;
           for (int e = 0; e < D; ++e) o[e] += p * vv[e];
@@ -120,7 +123,8 @@ void check_attention(const Case& c) {
   }
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_LE(rel_err(got[i], want), 1e-2)
-        << describe(c) << (impls[i] == Impl::kSimple ? " [simple kernel]" : " [tensor-core kernel]");
+        << describe(c)
+        << (impls[i] == Impl::kSimple ? " [simple kernel]" : " [tensor-core kernel]");
 }
 
 TEST(GpuAttention, PrefillVarlen) {
@@ -133,7 +137,7 @@ TEST(GpuAttention, PrefixCachedPrefill) {
   NV_NEED_GPU();
   check_attention({{{5, 200}, {64, 1000}, {1, 33}, {40, 40}}, 4, 4, 64, 256});
   check_attention({{{33, 70}, {128, 128}, {7, 300}}, 16, 2, 128, 256});  // GQA group of 8
-  check_attention({{{16, 8192}, {1, 8192}}, 4, 2, 128, 16});              // long cached prefix
+  check_attention({{{16, 8192}, {1, 8192}}, 4, 2, 128, 16});             // long cached prefix
 }
 
 TEST(GpuAttention, LongPrefill) {
@@ -147,7 +151,7 @@ TEST(GpuAttention, Decode) {
   std::vector<Seq> ctxs = {{1, 1}, {1, 15}, {1, 16}, {1, 17}, {1, 300}, {1, 1000}, {1, 8192}};
   check_attention({ctxs, 16, 4, 128, 16, true});
   check_attention({ctxs, 8, 8, 64, 256, true});
-  check_attention({ctxs, 16, 1, 128, 16, true});  // 16 query heads per KV head
+  check_attention({ctxs, 16, 1, 128, 16, true});         // 16 query heads per KV head
   check_attention({{{1, 5000}}, 32, 8, 128, 16, true});  // one long sequence: many splits
 }
 

@@ -22,8 +22,8 @@ inline cuda::CudaBackend* backend() {
   return be.get();
 }
 
-#define NV_NEED_GPU()                                                         \
-  do {                                                                        \
+#define NV_NEED_GPU()                                                                         \
+  do {                                                                                        \
     if (!::nanovllm::gputest::backend()) GTEST_SKIP() << "no CUDA GPU (cc >= 8.0) available"; \
   } while (0)
 

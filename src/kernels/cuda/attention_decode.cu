@@ -40,8 +40,8 @@ Split choose_split(const AttentionArgs& a, int num_sms) {
 }
 
 template <class T, int D>
-__global__ void __launch_bounds__(NT) decode_kernel(AttentionArgs a, int part_len,
-                                                   float* partials) {
+__global__ void __launch_bounds__(NT)
+    decode_kernel(AttentionArgs a, int part_len, float* partials) {
   constexpr int VE = 16 / sizeof(T), GSTEP = NT / D, MAXO = MAXG / GSTEP;
   __shared__ float q_s[MAXG * D];
   __shared__ float s_s[MAXG * C];
@@ -211,8 +211,8 @@ void launch_decode_t(const AttentionArgs& a, float* partials, int num_sms, cudaS
   decode_kernel<T, D><<<grid, NT, 0, s>>>(a, sp.part_len, partials);
   CUDA_CHECK_LAUNCH();
   if (sp.splits > 1) {
-    decode_reduce_kernel<T, D><<<dim3(unsigned(a.num_seqs), unsigned(a.Hq)), D, 0, s>>>(
-        a, sp.splits, partials);
+    decode_reduce_kernel<T, D>
+        <<<dim3(unsigned(a.num_seqs), unsigned(a.Hq)), D, 0, s>>>(a, sp.splits, partials);
     CUDA_CHECK_LAUNCH();
   }
 }
@@ -226,8 +226,7 @@ int64_t decode_partials_floats(const AttentionArgs& a, int num_sms) {
   return int64_t(a.num_seqs) * a.Hq * sp.splits * (a.D + 2);
 }
 
-void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms,
-                             cudaStream_t s) {
+void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms, cudaStream_t s) {
   if (a.num_seqs == 0) return;
   NV_CHECK(a.Hkv > 0 && a.Hq % a.Hkv == 0, "num_q_heads ", a.Hq,
            " must be a multiple of num_kv_heads ", a.Hkv);
@@ -236,9 +235,14 @@ void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sm
   NV_CHECK(a.num_seqs <= 65535 && a.Hkv <= 65535, "too many sequences/heads for one launch");
   NV_CUDA_DISPATCH_ACT(a.act, TA, {
     switch (a.D) {
-      case 64: launch_decode_t<TA, 64>(a, partials, num_sms, s); break;
-      case 128: launch_decode_t<TA, 128>(a, partials, num_sms, s); break;
-      default: NV_THROW("CUDA attention supports head_dim 64 and 128, got ", a.D);
+      case 64:
+        launch_decode_t<TA, 64>(a, partials, num_sms, s);
+        break;
+      case 128:
+        launch_decode_t<TA, 128>(a, partials, num_sms, s);
+        break;
+      default:
+        NV_THROW("CUDA attention supports head_dim 64 and 128, got ", a.D);
     }
   });
 }

@@ -27,8 +27,8 @@ struct PrefillSmem {
   static constexpr int VE = 16 / sizeof(T);  // elements per 16-byte vector
   static constexpr int LD = D + VE;          // padded row stride (keeps 16-byte alignment)
   static constexpr int PLD = BN + 1;
-  static constexpr size_t bytes = size_t(BM) * LD * sizeof(T) + size_t(BN) * LD * sizeof(T) +
-                                  size_t(BM) * PLD * sizeof(float);
+  static constexpr size_t bytes =
+      size_t(BM) * LD * sizeof(T) + size_t(BN) * LD * sizeof(T) + size_t(BM) * PLD * sizeof(float);
 };
 
 // Loads key/value rows k0 .. k0 + BN - 1 (zeros past kend or for invalid table entries).
@@ -204,8 +204,8 @@ template <class T, int D>
 void launch_prefill_t(const AttentionArgs& a, cudaStream_t s) {
   using S = PrefillSmem<T, D>;
   // Opt in to > 48 KiB dynamic shared memory (per device, so set on every launch; cheap).
-  CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<T, D>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(S::bytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(S::bytes)));
   const int G = a.Hq / a.Hkv;
   const dim3 grid(unsigned(ceil_div(int64_t(a.max_seqlen_q) * G, BM)), unsigned(a.num_seqs),
                   unsigned(a.Hkv));
@@ -222,9 +222,14 @@ void launch_attention_prefill(const AttentionArgs& a, cudaStream_t s) {
   NV_CHECK(a.num_seqs <= 65535 && a.Hkv <= 65535, "too many sequences/heads for one launch");
   NV_CUDA_DISPATCH_ACT(a.act, TA, {
     switch (a.D) {
-      case 64: launch_prefill_t<TA, 64>(a, s); break;
-      case 128: launch_prefill_t<TA, 128>(a, s); break;
-      default: NV_THROW("CUDA attention supports head_dim 64 and 128, got ", a.D);
+      case 64:
+        launch_prefill_t<TA, 64>(a, s);
+        break;
+      case 128:
+        launch_prefill_t<TA, 128>(a, s);
+        break;
+      default:
+        NV_THROW("CUDA attention supports head_dim 64 and 128, got ", a.D);
     }
   });
 }

@@ -1,10 +1,10 @@
 // Tensor-core variant of the paged prefill attention (bf16 only): same contract and row
 // mapping as attention_prefill.cu, but S = Q K^T and O += P V run on WMMA 16x16x16 bf16 tiles
 // with fp32 accumulation. Block = 4 warps, BM = 64 rows (16 per warp), BN = 64 keys per tile.
-// Each warp owns its 16 rows end to end (S, P, O and the online-softmax state live in its own
-// slices of shared memory), so only K/V tile loads need block-wide barriers. O stays in shared
-// memory (fp32) because WMMA accumulator fragments cannot be rescaled row by row.
-// Softmax lanes: lane l handles row l / 2, columns (l % 2) * 32 .. + 32 of the key tile.
+// Each warp owns its 16 rows end to end (S, P, O and the online-softmax state live in its
+// own slices of shared memory); block-wide barriers only guard the shared K-then-V tile buffer.
+// O stays in shared memory (fp32) because WMMA accumulator fragments cannot be rescaled row by
+// row. Softmax lanes: lane l handles row l / 2, columns (l % 2) * 32 .. + 32 of the key tile.
 #include <mma.h>
 
 #include "kernels/cuda/cuda_common.cuh"
@@ -25,7 +25,8 @@ struct TcSmem {
   static constexpr size_t q = size_t(BM) * LDQ * 2, kv = size_t(BN) * LDQ * 2,
                           s = size_t(BM) * LDS * 4, p = size_t(BM) * LDP * 2,
                           o = size_t(BM) * LDO * 4;
-  static constexpr size_t bytes = q + 2 * kv + s + p + o;
+  // K and V tiles share one buffer: D = 128 needs 93 KiB, under sm_86/89's 99 KiB limit.
+  static constexpr size_t bytes = q + kv + s + p + o;
 };
 
 __device__ __forceinline__ void load_rows_bf16(bf16* dst, int ld, const bf16* cache,
@@ -52,11 +53,10 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
   constexpr int LDQ = S::LDQ, LDS = S::LDS, LDP = S::LDP, LDO = S::LDO;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* Qs = reinterpret_cast<bf16*>(smem_raw);
-  bf16* Ks = reinterpret_cast<bf16*>(smem_raw + S::q);
-  bf16* Vs = reinterpret_cast<bf16*>(smem_raw + S::q + S::kv);
-  float* Ss = reinterpret_cast<float*>(smem_raw + S::q + 2 * S::kv);
-  bf16* Ps = reinterpret_cast<bf16*>(smem_raw + S::q + 2 * S::kv + S::s);
-  float* Os = reinterpret_cast<float*>(smem_raw + S::q + 2 * S::kv + S::s + S::p);
+  bf16* KVs = reinterpret_cast<bf16*>(smem_raw + S::q);  // the K tile, then the V tile
+  float* Ss = reinterpret_cast<float*>(smem_raw + S::q + S::kv);
+  bf16* Ps = reinterpret_cast<bf16*>(smem_raw + S::q + S::kv + S::s);
+  float* Os = reinterpret_cast<float*>(smem_raw + S::q + S::kv + S::s + S::p);
 
   const int b = blockIdx.y, h = blockIdx.z;
   const int G = a.Hq / a.Hkv;
@@ -105,11 +105,9 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
   float* Ow = Os + warp * 16 * LDO;
 
   for (int k0 = 0; k0 < kend; k0 += BN) {
-    __syncthreads();  // all warps are done with the previous K/V tile
-    load_rows_bf16(Ks, LDQ, static_cast<const bf16*>(a.k_cache), table, a.block_size,
-                   a.num_slots, a.Hkv, h, D, k0, kend);
-    load_rows_bf16(Vs, LDQ, static_cast<const bf16*>(a.v_cache), table, a.block_size,
-                   a.num_slots, a.Hkv, h, D, k0, kend);
+    __syncthreads();  // all warps are done with the previous V tile
+    load_rows_bf16(KVs, LDQ, static_cast<const bf16*>(a.k_cache), table, a.block_size, a.num_slots,
+                   a.Hkv, h, D, k0, kend);
     __syncthreads();
 
     // S_w [16 x 64] = Q_w [16 x D] . K^T
@@ -122,7 +120,7 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
         wmma::load_matrix_sync(fa, Qw + kk * 16, LDQ);
-        wmma::load_matrix_sync(fb, Ks + j * 16 * LDQ + kk * 16, LDQ);
+        wmma::load_matrix_sync(fb, KVs + j * 16 * LDQ + kk * 16, LDQ);
         wmma::mma_sync(acc, fa, fb, acc);
       }
       wmma::store_matrix_sync(Sw + j * 16, acc, LDS, wmma::mem_row_major);
@@ -157,7 +155,10 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
     float* orow = Ow + r_local * LDO + half * (D / 2);
 #pragma unroll 8
     for (int c = 0; c < D / 2; ++c) orow[c] *= alpha;
-    __syncwarp();
+    __syncthreads();  // every warp is done reading K; its own P / O writes are visible
+    load_rows_bf16(KVs, LDQ, static_cast<const bf16*>(a.v_cache), table, a.block_size, a.num_slots,
+                   a.Hkv, h, D, k0, kend);
+    __syncthreads();
 
     // O_w [16 x D] += P_w [16 x 64] . V [64 x D]
 #pragma unroll
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major> fb;
         wmma::load_matrix_sync(fa, Pw + kk * 16, LDP);
-        wmma::load_matrix_sync(fb, Vs + kk * 16 * LDQ + c * 16, LDQ);
+        wmma::load_matrix_sync(fb, KVs + kk * 16 * LDQ + c * 16, LDQ);
         wmma::mma_sync(acc, fa, fb, acc);
       }
       wmma::store_matrix_sync(Ow + c * 16, acc, LDO, wmma::mem_row_major);
@@ -210,8 +211,10 @@ void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s) {
   if (a.num_seqs == 0 || a.max_seqlen_q == 0) return;
   NV_CHECK(attention_prefill_tc_supported(a), "tensor-core prefill needs bf16, head_dim 64/128");
   NV_CHECK(a.num_seqs <= 65535 && a.Hkv <= 65535, "too many sequences/heads for one launch");
-  if (a.D == 64) launch_tc<64>(a, s);
-  else launch_tc<128>(a, s);
+  if (a.D == 64)
+    launch_tc<64>(a, s);
+  else
+    launch_tc<128>(a, s);
 }
 
 }  // namespace nanovllm::cuda

@@ -42,8 +42,8 @@ CudaBackend::CudaBackend(int device_id) : device_(device_id) {
   CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
   if (const char* env = std::getenv("NANOVLLM_CUDA_PREFILL")) {
     const std::string v = env;
-    NV_CHECK(v == "simple" || v == "tc", "NANOVLLM_CUDA_PREFILL must be 'simple' or 'tc', got '",
-             v, "'");
+    NV_CHECK(v == "simple" || v == "tc", "NANOVLLM_CUDA_PREFILL must be 'simple' or 'tc', got '", v,
+             "'");
     prefill_impl_ = v == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
   }
   alloc_ = std::make_shared<DeviceAllocator>(device_);
@@ -117,14 +117,15 @@ BatchTensors CudaBackend::upload_batch(const HostBatch& hb) {
                int(hb.slot_mapping.size()) == T,
            "HostBatch token arrays must have num_tokens = ", T, " entries");
   NV_CHECK(int(hb.cu_seqlens_q.size()) == B + 1 && int(hb.context_lens.size()) == B,
-           "HostBatch needs num_seqs + 1 cu_seqlens_q and num_seqs context_lens (num_seqs = ", B, ")");
+           "HostBatch needs num_seqs + 1 cu_seqlens_q and num_seqs context_lens (num_seqs = ", B,
+           ")");
   int stride = hb.block_table_stride;
   if (stride == 0 && B > 0) stride = int(hb.block_tables.size() / size_t(B));
   NV_CHECK(int64_t(hb.block_tables.size()) == int64_t(B) * stride, "block_tables has ",
            hb.block_tables.size(), " entries, expected num_seqs * stride = ", B, " * ", stride);
   NV_CHECK(hb.block_size > 0 || B == 0, "HostBatch block_size must be > 0");
-  const std::vector<int32_t>* arrays[] = {&hb.input_ids, &hb.positions, &hb.slot_mapping,
-                                          &hb.cu_seqlens_q, &hb.context_lens, &hb.block_tables,
+  const std::vector<int32_t>* arrays[] = {&hb.input_ids,     &hb.positions,    &hb.slot_mapping,
+                                          &hb.cu_seqlens_q,  &hb.context_lens, &hb.block_tables,
                                           &hb.logits_indices};
   int64_t off[7], total = 0;
   for (int i = 0; i < 7; ++i) {
@@ -188,8 +189,8 @@ void CudaBackend::add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, flo
   need_cuda(w, "add_rms_norm weight");
   const int64_t H = w.numel();
   NV_CHECK(H > 0 && x.size(-1) == H, "add_rms_norm: x ", x.str(), " vs weight ", w.str());
-  NV_CHECK(residual.numel() == x.numel() && residual.dtype() == x.dtype(),
-           "add_rms_norm residual ", residual.str(), " must match x ", x.str());
+  NV_CHECK(residual.numel() == x.numel() && residual.dtype() == x.dtype(), "add_rms_norm residual ",
+           residual.str(), " must match x ", x.str());
   launch_add_rms_norm(x.raw(), residual.raw(), w.raw(), w.dtype(), x.dtype(), rows_of(x), H, eps,
                       stream_);
 }
@@ -236,8 +237,8 @@ void CudaBackend::silu_and_mul(const Tensor& gate_up, Tensor& out) {
   const int64_t two_i = gate_up.size(-1);
   NV_CHECK(two_i % 2 == 0, "silu_and_mul input's last dim must be even: ", gate_up.str());
   const int64_t T = rows_of(gate_up), I = two_i / 2;
-  NV_CHECK(out.numel() == T * I && out.dtype() == gate_up.dtype(), "silu_and_mul out ",
-           out.str(), " must be [", T, ", ", I, "] of ", dtype_name(gate_up.dtype()));
+  NV_CHECK(out.numel() == T * I && out.dtype() == gate_up.dtype(), "silu_and_mul out ", out.str(),
+           " must be [", T, ", ", I, "] of ", dtype_name(gate_up.dtype()));
   launch_silu_and_mul(gate_up.raw(), out.raw(), out.dtype(), T, I, stream_);
 }
 
@@ -252,8 +253,8 @@ void CudaBackend::qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tenso
   const int D = p.head_dim;
   NV_CHECK(qkv.size(-1) == int64_t(p.num_q_heads + 2 * p.num_kv_heads) * D, "qkv ", qkv.str(),
            " does not match Hq=", p.num_q_heads, " Hkv=", p.num_kv_heads, " D=", D);
-  NV_CHECK(cos_sin.ndim() == 2 && cos_sin.size(1) == D, "cos_sin must be [max_pos, ", D,
-           "], got ", cos_sin.str());
+  NV_CHECK(cos_sin.ndim() == 2 && cos_sin.size(1) == D, "cos_sin must be [max_pos, ", D, "], got ",
+           cos_sin.str());
   const int64_t T = rows_of(qkv);
   NV_CHECK(positions.numel() == T, "positions ", positions.str(), " vs ", T, " tokens");
   DType ndt = DType::BF16;
@@ -266,9 +267,9 @@ void CudaBackend::qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tenso
   NV_CHECK(!(q_norm && k_norm) || q_norm->dtype() == k_norm->dtype(),
            "q_norm and k_norm must share a dtype");
   launch_qk_norm_rope(qkv.raw(), qkv.dtype(), positions.data<int32_t>(),
-                      q_norm ? q_norm->raw() : nullptr, k_norm ? k_norm->raw() : nullptr, ndt,
-                      eps, cos_sin.data<float>(), cos_sin.size(0), T, p.num_q_heads,
-                      p.num_kv_heads, D, stream_);
+                      q_norm ? q_norm->raw() : nullptr, k_norm ? k_norm->raw() : nullptr, ndt, eps,
+                      cos_sin.data<float>(), cos_sin.size(0), T, p.num_q_heads, p.num_kv_heads, D,
+                      stream_);
 }
 
 void CudaBackend::store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
@@ -288,8 +289,8 @@ void CudaBackend::store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor
   const int64_t T = rows_of(qkv);
   NV_CHECK(slot_mapping.numel() == T, "slot_mapping ", slot_mapping.str(), " vs ", T, " tokens");
   launch_store_kv(qkv.raw(), qkv.dtype(), slot_mapping.data<int32_t>(), T, k_cache.raw(),
-                  v_cache.raw(), p.num_q_heads, p.num_kv_heads, p.head_dim,
-                  k_cache.numel() / row, stream_);
+                  v_cache.raw(), p.num_q_heads, p.num_kv_heads, p.head_dim, k_cache.numel() / row,
+                  stream_);
 }
 
 void CudaBackend::attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
@@ -308,7 +309,8 @@ void CudaBackend::attention(const Tensor& qkv, const Tensor& k_cache, const Tens
            " does not match the attention params");
   NV_CHECK(k_cache.dtype() == qkv.dtype() && v_cache.dtype() == qkv.dtype() &&
                out.dtype() == qkv.dtype(),
-           "attention dtypes must match: qkv ", qkv.str(), " k ", k_cache.str(), " out ", out.str());
+           "attention dtypes must match: qkv ", qkv.str(), " k ", k_cache.str(), " out ",
+           out.str());
   NV_CHECK(k_cache.numel() == v_cache.numel() && row > 0 && k_cache.numel() % row == 0,
            "KV caches must be [num_slots, Hkv, D]: ", k_cache.str());
   NV_CHECK(out.numel() == rows_of(qkv) * p.num_q_heads * D, "attention out ", out.str(),
@@ -327,8 +329,9 @@ void CudaBackend::attention(const Tensor& qkv, const Tensor& k_cache, const Tens
   a.max_seqlen_q = batch.max_seqlen_q;
   a.max_seqlen_k = batch.max_seqlen_k;
   a.block_size = batch.block_size;
-  a.table_stride = batch.block_tables.ndim() == 2 ? int(batch.block_tables.size(1))
-                                                  : int(batch.block_tables.numel() / batch.num_seqs);
+  a.table_stride = batch.block_tables.ndim() == 2
+                       ? int(batch.block_tables.size(1))
+                       : int(batch.block_tables.numel() / batch.num_seqs);
   a.Hq = p.num_q_heads;
   a.Hkv = p.num_kv_heads;
   a.D = D;
@@ -355,8 +358,8 @@ void CudaBackend::gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) {
            out.str());
   const int64_t rows = x.size(0), S = idx.numel();
   const int64_t row_bytes = rows ? int64_t(x.nbytes()) / rows : 0;
-  NV_CHECK(int64_t(out.nbytes()) == S * row_bytes, "gather_rows out ", out.str(), " must hold ",
-           S, " rows of x ", x.str());
+  NV_CHECK(int64_t(out.nbytes()) == S * row_bytes, "gather_rows out ", out.str(), " must hold ", S,
+           " rows of x ", x.str());
   launch_gather_rows(x.raw(), idx.data<int32_t>(), S, row_bytes, rows, out.raw(), stream_);
 }
 

@@ -33,8 +33,7 @@ class CudaBackend : public Backend {
   BatchTensors upload_batch(const HostBatch& hb) override;
   void synchronize() override;
 
-  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                 Tensor& out) override;
+  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) override;
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;

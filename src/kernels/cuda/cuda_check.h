@@ -14,13 +14,13 @@
                                cudaGetErrorName(_nv_e), ": ", cudaGetErrorString(_nv_e)); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                                \
-  do {                                                                                    \
-    cublasStatus_t _nv_s = (call);                                                        \
-    if (_nv_s != CUBLAS_STATUS_SUCCESS)                                                   \
-      ::nanovllm::detail::fail(__FILE__, __LINE__, "cuBLAS call failed: " #call,          \
-                               "status ", int(_nv_s), " (", cublasLtGetStatusName(_nv_s), \
-                               ": ", cublasLtGetStatusString(_nv_s), ")");                \
+#define CUBLAS_CHECK(call)                                                                  \
+  do {                                                                                      \
+    cublasStatus_t _nv_s = (call);                                                          \
+    if (_nv_s != CUBLAS_STATUS_SUCCESS)                                                     \
+      ::nanovllm::detail::fail(__FILE__, __LINE__, "cuBLAS call failed: " #call, "status ", \
+                               int(_nv_s), " (", cublasLtGetStatusName(_nv_s), ": ",        \
+                               cublasLtGetStatusString(_nv_s), ")");                        \
   } while (0)
 
 // Checks the launch of the kernel just issued (configuration errors surface here; faults

@@ -15,15 +15,35 @@ namespace nanovllm::cuda {
 
 using bf16 = __nv_bfloat16;
 
-template <class T> __device__ __forceinline__ float to_f(T v);
-template <> __device__ __forceinline__ float to_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ float to_f<bf16>(bf16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
+template <class T>
+__device__ __forceinline__ float to_f(T v);
+template <>
+__device__ __forceinline__ float to_f<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ float to_f<bf16>(bf16 v) {
+  return __bfloat162float(v);
+}
+template <>
+__device__ __forceinline__ float to_f<__half>(__half v) {
+  return __half2float(v);
+}
 
-template <class T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ float from_f<float>(float v) { return v; }
-template <> __device__ __forceinline__ bf16 from_f<bf16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <class T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ float from_f<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ bf16 from_f<bf16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__device__ __forceinline__ __half from_f<__half>(float v) {
+  return __float2half_rn(v);
+}
 
 // N elements of T moved as one aligned access (16 bytes when N * sizeof(T) == 16).
 template <class T, int N>
@@ -95,17 +115,34 @@ inline int ceil_div(int64_t a, int64_t b) { return int((a + b - 1) / b); }
 }  // namespace nanovllm::cuda
 
 // Runs the statements with T bound to the element type of a float DType.
-#define NV_CUDA_DISPATCH_FLOAT(dt, T, ...)                                                 \
-  switch (dt) {                                                                           \
-    case ::nanovllm::DType::F32: { using T = float; __VA_ARGS__; } break;                  \
-    case ::nanovllm::DType::BF16: { using T = ::nanovllm::cuda::bf16; __VA_ARGS__; } break; \
-    case ::nanovllm::DType::F16: { using T = __half; __VA_ARGS__; } break;                 \
-    default: NV_THROW("unsupported dtype ", ::nanovllm::dtype_name(dt), " for this op");   \
+#define NV_CUDA_DISPATCH_FLOAT(dt, T, ...)                                        \
+  switch (dt) {                                                                   \
+    case ::nanovllm::DType::F32: {                                                \
+      using T = float;                                                            \
+      __VA_ARGS__;                                                                \
+    } break;                                                                      \
+    case ::nanovllm::DType::BF16: {                                               \
+      using T = ::nanovllm::cuda::bf16;                                           \
+      __VA_ARGS__;                                                                \
+    } break;                                                                      \
+    case ::nanovllm::DType::F16: {                                                \
+      using T = __half;                                                           \
+      __VA_ARGS__;                                                                \
+    } break;                                                                      \
+    default:                                                                      \
+      NV_THROW("unsupported dtype ", ::nanovllm::dtype_name(dt), " for this op"); \
   }
 // Activations: F32 or BF16 only (keeps the instantiation count down).
-#define NV_CUDA_DISPATCH_ACT(dt, T, ...)                                                   \
-  switch (dt) {                                                                           \
-    case ::nanovllm::DType::F32: { using T = float; __VA_ARGS__; } break;                  \
-    case ::nanovllm::DType::BF16: { using T = ::nanovllm::cuda::bf16; __VA_ARGS__; } break; \
-    default: NV_THROW("unsupported activation dtype ", ::nanovllm::dtype_name(dt));        \
+#define NV_CUDA_DISPATCH_ACT(dt, T, ...)                                     \
+  switch (dt) {                                                              \
+    case ::nanovllm::DType::F32: {                                           \
+      using T = float;                                                       \
+      __VA_ARGS__;                                                           \
+    } break;                                                                 \
+    case ::nanovllm::DType::BF16: {                                          \
+      using T = ::nanovllm::cuda::bf16;                                      \
+      __VA_ARGS__;                                                           \
+    } break;                                                                 \
+    default:                                                                 \
+      NV_THROW("unsupported activation dtype ", ::nanovllm::dtype_name(dt)); \
   }

@@ -6,7 +6,9 @@ namespace nanovllm::cuda {
 
 size_t DeviceAllocator::round_size(size_t bytes) {
   if (bytes == 0) bytes = 1;
-  const size_t small = 512, big = size_t(2) << 20;
+  // 512 B steps below 1 MiB, 128 KiB steps above (weights are allocated one tensor at a time,
+  // so coarser steps would waste memory per tensor).
+  const size_t small = 512, big = size_t(128) << 10;
   if (bytes < (size_t(1) << 20)) return (bytes + small - 1) / small * small;
   return (bytes + big - 1) / big * big;
 }

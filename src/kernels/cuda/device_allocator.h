@@ -1,6 +1,6 @@
 // A caching device allocator: freed blocks go to per-size free lists and are reused, so the
 // per-step activations cost no cudaMalloc/cudaFree (which synchronize the device and are not
-// allowed inside CUDA-graph capture). Sizes are rounded to 512 B below 1 MiB and to 2 MiB
+// allowed inside CUDA-graph capture). Sizes are rounded to 512 B below 1 MiB and to 128 KiB
 // above. Blocks are only returned to the driver by empty_cache() or destruction.
 // Stream-ordering invariant: the backend uses ONE stream, so a block freed on the host while
 // kernels using it are still queued is safe to hand out again: its next user is queued after.
@@ -27,9 +27,9 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   void empty_cache();
 
   static size_t round_size(size_t bytes);
-  size_t current_bytes() const;  // handed out now
-  size_t peak_bytes() const;     // max of current_bytes since the last reset_peak()
-  size_t reserved_bytes() const; // cudaMalloc'ed (handed out + cached)
+  size_t current_bytes() const;   // handed out now
+  size_t peak_bytes() const;      // max of current_bytes since the last reset_peak()
+  size_t reserved_bytes() const;  // cudaMalloc'ed (handed out + cached)
   void reset_peak();
 
   // Pool 0 serves ordinary allocations; pool 1 serves CUDA-graph capture. Blocks return to

@@ -2,6 +2,8 @@
 // SiLU-and-mul, KV store, row gather, add, dtype conversion, bias add. Each has a 16-byte
 // vectorized instantiation, used when the row length and every pointer allow it, and a
 // scalar fallback (V = 1).
+#include <algorithm>
+
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/kernels.h"
 
@@ -123,8 +125,8 @@ __global__ void silu_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) 
 // U is the copy unit (uint4 = 16 bytes, or a 4- / 2-byte word); sizes are in units of U.
 template <class U>
 __global__ void store_kv_kernel(const U* qkv, int64_t row_units, int64_t k_off, int64_t v_off,
-                                int64_t kv_units, const int32_t* slots, int64_t num_slots,
-                                U* kc, U* vc) {
+                                int64_t kv_units, const int32_t* slots, int64_t num_slots, U* kc,
+                                U* vc) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slots[t];
   if (slot < 0 || slot >= num_slots) return;
@@ -141,7 +143,8 @@ __global__ void gather_rows_kernel(const U* x, const int32_t* idx, int64_t row_u
   const int64_t r = idx[blockIdx.x];
   U* o = out + int64_t(blockIdx.x) * row_units;
   const bool in = r >= 0 && r < num_rows;
-  for (int64_t i = threadIdx.x; i < row_units; i += blockDim.x) o[i] = in ? x[r * row_units + i] : U{};
+  for (int64_t i = threadIdx.x; i < row_units; i += blockDim.x)
+    o[i] = in ? x[r * row_units + i] : U{};
 }
 
 // ---- elementwise -----------------------------------------------------------------------
@@ -179,43 +182,48 @@ void launch_embedding(const int32_t* ids, int64_t T, const void* table, DType ta
                       cudaStream_t s) {
   if (T == 0) return;
   NV_CUDA_DISPATCH_ACT(out_dt, TO, NV_CUDA_DISPATCH_FLOAT(table_dt, TT, {
-    const TT* tb = static_cast<const TT*>(table);
-    TO* o = static_cast<TO*>(out);
-    if (can_vec(8, H, {{tb, sizeof(TT)}, {o, sizeof(TO)}}))
-      embedding_kernel<TT, TO, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(ids, tb, rows, H, vocab_start, o);
-    else
-      embedding_kernel<TT, TO, 1><<<unsigned(T), row_threads(H), 0, s>>>(ids, tb, rows, H, vocab_start, o);
-  }));
+                         const TT* tb = static_cast<const TT*>(table);
+                         TO* o = static_cast<TO*>(out);
+                         if (can_vec(8, H, {{tb, sizeof(TT)}, {o, sizeof(TO)}}))
+                           embedding_kernel<TT, TO, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(
+                               ids, tb, rows, H, vocab_start, o);
+                         else
+                           embedding_kernel<TT, TO, 1><<<unsigned(T), row_threads(H), 0, s>>>(
+                               ids, tb, rows, H, vocab_start, o);
+                       }));
   CUDA_CHECK_LAUNCH();
 }
 
 void launch_rms_norm(const void* x, const void* w, DType w_dt, void* out, DType act, int64_t T,
                      int64_t H, float eps, cudaStream_t s) {
   if (T == 0) return;
-  NV_CUDA_DISPATCH_ACT(act, TA, NV_CUDA_DISPATCH_FLOAT(w_dt, TW, {
-    const TA* xp = static_cast<const TA*>(x);
-    const TW* wp = static_cast<const TW*>(w);
-    TA* op = static_cast<TA*>(out);
-    if (can_vec(8, H, {{xp, sizeof(TA)}, {wp, sizeof(TW)}, {op, sizeof(TA)}}))
-      rms_norm_kernel<TA, TW, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(xp, wp, op, H, eps);
-    else
-      rms_norm_kernel<TA, TW, 1><<<unsigned(T), row_threads(H), 0, s>>>(xp, wp, op, H, eps);
-  }));
+  NV_CUDA_DISPATCH_ACT(
+      act, TA, NV_CUDA_DISPATCH_FLOAT(w_dt, TW, {
+        const TA* xp = static_cast<const TA*>(x);
+        const TW* wp = static_cast<const TW*>(w);
+        TA* op = static_cast<TA*>(out);
+        if (can_vec(8, H, {{xp, sizeof(TA)}, {wp, sizeof(TW)}, {op, sizeof(TA)}}))
+          rms_norm_kernel<TA, TW, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(xp, wp, op, H, eps);
+        else
+          rms_norm_kernel<TA, TW, 1><<<unsigned(T), row_threads(H), 0, s>>>(xp, wp, op, H, eps);
+      }));
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DType act,
-                         int64_t T, int64_t H, float eps, cudaStream_t s) {
+void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DType act, int64_t T,
+                         int64_t H, float eps, cudaStream_t s) {
   if (T == 0) return;
   NV_CUDA_DISPATCH_ACT(act, TA, NV_CUDA_DISPATCH_FLOAT(w_dt, TW, {
-    TA* xp = static_cast<TA*>(x);
-    TA* rp = static_cast<TA*>(residual);
-    const TW* wp = static_cast<const TW*>(w);
-    if (can_vec(8, H, {{xp, sizeof(TA)}, {rp, sizeof(TA)}, {wp, sizeof(TW)}}))
-      add_rms_norm_kernel<TA, TW, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(xp, rp, wp, H, eps);
-    else
-      add_rms_norm_kernel<TA, TW, 1><<<unsigned(T), row_threads(H), 0, s>>>(xp, rp, wp, H, eps);
-  }));
+                         TA* xp = static_cast<TA*>(x);
+                         TA* rp = static_cast<TA*>(residual);
+                         const TW* wp = static_cast<const TW*>(w);
+                         if (can_vec(8, H, {{xp, sizeof(TA)}, {rp, sizeof(TA)}, {wp, sizeof(TW)}}))
+                           add_rms_norm_kernel<TA, TW, 8>
+                               <<<unsigned(T), row_threads(H / 8), 0, s>>>(xp, rp, wp, H, eps);
+                         else
+                           add_rms_norm_kernel<TA, TW, 1>
+                               <<<unsigned(T), row_threads(H), 0, s>>>(xp, rp, wp, H, eps);
+                       }));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -253,9 +261,12 @@ void launch_store_kv(const void* qkv, DType act, const int32_t* slots, int64_t T
            reinterpret_cast<uintptr_t>(k_cache) % u == 0 &&
            reinterpret_cast<uintptr_t>(v_cache) % u == 0;
   };
-  if (fits(16)) go(uint4{});
-  else if (fits(4)) go(uint32_t{});
-  else go(uint16_t{});
+  if (fits(16))
+    go(uint4{});
+  else if (fits(4))
+    go(uint32_t{});
+  else
+    go(uint16_t{});
   CUDA_CHECK_LAUNCH();
 }
 
@@ -265,17 +276,22 @@ void launch_gather_rows(const void* x, const int32_t* idx, int64_t S, int64_t ro
   auto go = [&](auto unit) {
     using U = decltype(unit);
     const int64_t units = row_bytes / int64_t(sizeof(U));
-    gather_rows_kernel<U><<<unsigned(S), row_threads(units) > 256 ? 256 : row_threads(units), 0, s>>>(
-        static_cast<const U*>(x), idx, units, num_rows, static_cast<U*>(out));
+    const int threads = std::min(row_threads(units), 256);
+    gather_rows_kernel<U><<<unsigned(S), threads, 0, s>>>(static_cast<const U*>(x), idx, units,
+                                                          num_rows, static_cast<U*>(out));
   };
   auto fits = [&](int64_t u) {
     return row_bytes % u == 0 && reinterpret_cast<uintptr_t>(x) % u == 0 &&
            reinterpret_cast<uintptr_t>(out) % u == 0;
   };
-  if (fits(16)) go(uint4{});
-  else if (fits(4)) go(uint32_t{});
-  else if (fits(2)) go(uint16_t{});
-  else go(uint8_t{});
+  if (fits(16))
+    go(uint4{});
+  else if (fits(4))
+    go(uint32_t{});
+  else if (fits(2))
+    go(uint16_t{});
+  else
+    go(uint8_t{});
   CUDA_CHECK_LAUNCH();
 }
 
@@ -297,19 +313,19 @@ void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int6
                     cudaStream_t s) {
   if (n == 0) return;
   NV_CUDA_DISPATCH_FLOAT(src_dt, TS, NV_CUDA_DISPATCH_FLOAT(dst_dt, TD, {
-    convert_kernel<TS, TD><<<grid1d(n, 256), 256, 0, s>>>(static_cast<const TS*>(src),
-                                                          static_cast<TD*>(dst), n);
-  }));
+                           convert_kernel<TS, TD><<<grid1d(n, 256), 256, 0, s>>>(
+                               static_cast<const TS*>(src), static_cast<TD*>(dst), n);
+                         }));
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T,
-                     int64_t N, cudaStream_t s) {
+void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T, int64_t N,
+                     cudaStream_t s) {
   if (T == 0 || N == 0) return;
   NV_CUDA_DISPATCH_ACT(out_dt, TO, NV_CUDA_DISPATCH_FLOAT(bias_dt, TB, {
-    add_bias_kernel<TO, TB><<<grid1d(T * N, 256), 256, 0, s>>>(
-        static_cast<TO*>(out), static_cast<const TB*>(bias), T * N, N);
-  }));
+                         add_bias_kernel<TO, TB><<<grid1d(T * N, 256), 256, 0, s>>>(
+                             static_cast<TO*>(out), static_cast<const TB*>(bias), T * N, N);
+                       }));
   CUDA_CHECK_LAUNCH();
 }
 

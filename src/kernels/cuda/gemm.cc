@@ -8,10 +8,14 @@ namespace {
 
 cudaDataType_t cuda_type(DType d) {
   switch (d) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
-    default: NV_THROW("no cuBLASLt type for ", dtype_name(d));
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::F16:
+      return CUDA_R_16F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    default:
+      NV_THROW("no cuBLASLt type for ", dtype_name(d));
   }
 }
 
@@ -67,9 +71,11 @@ bool Gemm::make_plan(const Key& key, Plan& p) {
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   if (bias_epi) {
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     const cudaDataType_t bt = out;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof(bt)));
   }
   p.bias_epilogue = bias_epi;
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, in, uint64_t(K), uint64_t(N), K));
@@ -80,11 +86,16 @@ bool Gemm::make_plan(const Key& key, Plan& p) {
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_bytes_;
   const uint32_t ax = uint32_t(al_x), aw = uint32_t(al_w), ao = uint32_t(al_o);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof(aw));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof(ax));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao, sizeof(ao));
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao, sizeof(ao));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                       sizeof(ws));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw,
+                                       sizeof(aw));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax,
+                                       sizeof(ax));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ao,
+                                       sizeof(ao));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ao,
+                                       sizeof(ao));
   cublasLtMatmulHeuristicResult_t res{};
   int found = 0;
   const cublasStatus_t st =
@@ -107,8 +118,8 @@ void Gemm::run(const void* x, const void* w, DType in, const void* bias, DType b
   bool want_epi = bias != nullptr && bias_dt == out_dt;
   Plan* plan = nullptr;
   for (int attempt = 0; attempt < 2 && !plan; ++attempt) {
-    const Key key{T, N, K, int(in), int(out_dt), want_epi, alignment(x), alignment(w),
-                  alignment(out)};
+    const Key key{
+        T, N, K, int(in), int(out_dt), want_epi, alignment(x), alignment(w), alignment(out)};
     auto it = plans_.find(key);
     if (it != plans_.end()) {
       plan = &it->second;
@@ -130,8 +141,8 @@ void Gemm::run(const void* x, const void* w, DType in, const void* bias, DType b
   }
   NV_CHECK(plan != nullptr, "cuBLASLt plan failed for T=", T, " N=", N, " K=", K);
   if (plan->bias_epilogue)
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                &bias, sizeof(bias)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof(bias)));
   const float alpha = 1.f, beta = 0.f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, w, plan->a, x, plan->b, &beta, out,
                               plan->c, out, plan->c, &plan->algo, workspace_, workspace_bytes_,

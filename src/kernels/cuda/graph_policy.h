@@ -59,7 +59,11 @@ struct DecodeStagingLayout {
     l.max_batch = max_batch;
     l.table_width = table_width;
     int64_t off = 0;
-    auto take = [&](int64_t n) { int64_t o = off; off += align16(n); return o; };
+    auto take = [&](int64_t n) {
+      int64_t o = off;
+      off += align16(n);
+      return o;
+    };
     l.input_ids = take(max_batch);
     l.positions = take(max_batch);
     l.slot_mapping = take(max_batch);
@@ -104,8 +108,8 @@ inline void fill_decode_staging(const DecodeStagingLayout& l, int bs, int n,
     }
     if (real) {  // blocks beyond the graph's width would be silently lost: refuse instead
       for (int j = l.table_width; j < stride; ++j)
-        NV_CHECK(tables[int64_t(i) * stride + j] < 0, "sequence ", i, " uses block table entry ",
-                 j, " beyond the graph's width ", l.table_width);
+        NV_CHECK(tables[int64_t(i) * stride + j] < 0, "sequence ", i, " uses block table entry ", j,
+                 " beyond the graph's width ", l.table_width);
     }
   }
   dst[l.cu_seqlens_q + bs] = bs;

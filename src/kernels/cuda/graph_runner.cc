@@ -8,8 +8,7 @@
 
 namespace nanovllm::cuda {
 
-GraphRunner::GraphRunner(CudaBackend& backend, int max_num_seqs, int max_model_len,
-                         int block_size)
+GraphRunner::GraphRunner(CudaBackend& backend, int max_num_seqs, int max_model_len, int block_size)
     : be_(backend),
       buckets_(graph_batch_sizes(max_num_seqs)),
       max_model_len_(max_model_len),

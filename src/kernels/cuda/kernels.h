@@ -18,8 +18,8 @@ void launch_embedding(const int32_t* ids, int64_t T, const void* table, DType ta
 void launch_rms_norm(const void* x, const void* w, DType w_dt, void* out, DType act, int64_t T,
                      int64_t H, float eps, cudaStream_t s);
 // residual += x (rounded to act), x = rms_norm(residual) * w.
-void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DType act,
-                         int64_t T, int64_t H, float eps, cudaStream_t s);
+void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DType act, int64_t T,
+                         int64_t H, float eps, cudaStream_t s);
 // out[t, i] = silu(gu[t, i]) * gu[t, I + i].
 void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
                          cudaStream_t s);
@@ -40,15 +40,15 @@ void launch_add_inplace(void* a, const void* b, DType act, int64_t n, cudaStream
 void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n,
                     cudaStream_t s);
 // out[t, n] += bias[n]; out [T, N].
-void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T,
-                     int64_t N, cudaStream_t s);
+void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T, int64_t N,
+                     cudaStream_t s);
 
 // Paged attention (see attention_prefill.cu / attention_decode.cu for the algorithms).
 struct AttentionArgs {
   const void* qkv = nullptr;      // [T, (Hq + 2 Hkv) * D], q is the first Hq * D columns
   const void* k_cache = nullptr;  // [num_slots, Hkv, D]
   const void* v_cache = nullptr;
-  void* out = nullptr;            // [T, Hq * D]
+  void* out = nullptr;                    // [T, Hq * D]
   const int32_t* cu_seqlens_q = nullptr;  // [B + 1]
   const int32_t* context_lens = nullptr;  // [B]
   const int32_t* block_tables = nullptr;  // [B, table_stride]
@@ -65,7 +65,6 @@ void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s);
 // Split-K decode: one query per sequence. `partials` is scratch of
 // decode_partials_floats(a, num_sms) floats (may be null when that is 0).
 int64_t decode_partials_floats(const AttentionArgs& a, int num_sms);
-void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms,
-                             cudaStream_t s);
+void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms, cudaStream_t s);
 
 }  // namespace nanovllm::cuda

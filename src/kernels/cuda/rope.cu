@@ -63,10 +63,10 @@ void launch_qk_norm_rope(void* qkv, DType act, const int32_t* positions, const v
   const int heads = Hq + Hkv;
   const dim3 grid(unsigned(T), unsigned((heads + kWarps - 1) / kWarps));
   NV_CUDA_DISPATCH_ACT(act, TA, NV_CUDA_DISPATCH_FLOAT(norm_dt, TW, {
-    qk_norm_rope_kernel<TA, TW><<<grid, kWarps * 32, 0, s>>>(
-        static_cast<TA*>(qkv), positions, static_cast<const TW*>(q_norm),
-        static_cast<const TW*>(k_norm), eps, cos_sin, max_pos, Hq, Hkv, D);
-  }));
+                         qk_norm_rope_kernel<TA, TW><<<grid, kWarps * 32, 0, s>>>(
+                             static_cast<TA*>(qkv), positions, static_cast<const TW*>(q_norm),
+                             static_cast<const TW*>(k_norm), eps, cos_sin, max_pos, Hq, Hkv, D);
+                       }));
   CUDA_CHECK_LAUNCH();
 }
 

@@ -92,8 +92,8 @@ __device__ uint32_t radix_select(const float* x, int64_t V, float inv_t, uint32_
   return prefix;
 }
 
-__global__ void __launch_bounds__(NT) sample_kernel(const float* logits, int64_t V,
-                                                    const SampleRow* rows, int32_t* out) {
+__global__ void __launch_bounds__(NT)
+    sample_kernel(const float* logits, int64_t V, const SampleRow* rows, int32_t* out) {
   __shared__ float red[33];
   __shared__ float sv[33];
   __shared__ int64_t si[33];
@@ -112,14 +112,15 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float* logits, int64_t
   }
   const float inv_t = 1.f / p.temperature;
   float mx = -INFINITY;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) mx = fmaxf(mx, clean(__fmul_rn(x[i], inv_t)));
+  for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+    mx = fmaxf(mx, clean(__fmul_rn(x[i], inv_t)));
   const float zmax = block_max(mx, red);
 
   uint32_t floor = 0;  // kept: order key >= floor
   if (zmax != -INFINITY) {
     if (p.top_k > 0 && p.top_k < V) {
-      floor = radix_select(x, V, inv_t, 0u, (unsigned long long)p.top_k,
-                           [](float) { return 1ull; }, hist, su);
+      floor = radix_select(
+          x, V, inv_t, 0u, (unsigned long long)p.top_k, [](float) { return 1ull; }, hist, su);
     }
     if (p.top_p < 1.f) {
       float tot = 0.f;
@@ -129,9 +130,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float* logits, int64_t
       }
       const float total = block_sum(tot, red);
       const float scale = float(kMassScale) / total;
-      auto mass = [=](float z) {
-        return (unsigned long long)(__expf(z - zmax) * scale);
-      };
+      auto mass = [=](float z) { return (unsigned long long)(__expf(z - zmax) * scale); };
       // Exact fixed-point total, then the threshold reaching top_p of it.
       if (threadIdx.x == 0) hist[0] = 0;
       __syncthreads();
@@ -144,7 +143,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float* logits, int64_t
       __syncthreads();
       const unsigned long long fx_total = hist[0];
       __syncthreads();
-      unsigned long long target = (unsigned long long)(double(fx_total) * double(fmaxf(p.top_p, 0.f)));
+      unsigned long long target =
+          (unsigned long long)(double(fx_total) * double(fmaxf(p.top_p, 0.f)));
       if (target < 1) target = 1;
       floor = radix_select(x, V, inv_t, floor, target, mass, hist, su);
     }
@@ -166,8 +166,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float* logits, int64_t
 
 }  // namespace
 
-void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows,
-                   int32_t* out, cudaStream_t s) {
+void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows, int32_t* out,
+                   cudaStream_t s) {
   if (S == 0) return;
   NV_CHECK(V > 0 && V < (int64_t(1) << 31), "bad vocabulary size ", V);
   NV_CHECK(S <= 0x7fffffff, "too many rows to sample: ", S);

@@ -26,7 +26,7 @@ struct SampleRow {
 };
 
 // logits [S, V] F32, rows [S] (device), out [S] I32 (device).
-void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows,
-                   int32_t* out, cudaStream_t s);
+void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows, int32_t* out,
+                   cudaStream_t s);
 
 }  // namespace nanovllm::cuda

@@ -27,7 +27,8 @@ inline int64_t compute_num_kv_blocks(int64_t total, int64_t free, int64_t peak, 
   NV_CHECK(blocks >= 1, "not enough GPU memory for the KV cache: ", avail / (1 << 20),
            " MiB available at utilization ", utilization, " (total ", total >> 20, " MiB, used ",
            used >> 20, " MiB, activation peak ", (peak - current) >> 20,
-           " MiB) but one block needs ", block_bytes, " bytes; raise gpu_memory_utilization, "
+           " MiB) but one block needs ", block_bytes,
+           " bytes; raise gpu_memory_utilization, "
            "lower max_num_batched_tokens or use a smaller model");
   return blocks;
 }

@@ -56,7 +56,7 @@ TEST(CudaGraphPolicy, BlockTableWidthHoldsMaxModelLen) {
 TEST(CudaGraphPolicy, StagingLayoutIsAlignedAndDisjoint) {
   const auto l = DecodeStagingLayout::make(48, 257);
   std::vector<std::pair<int64_t, int64_t>> spans = {
-      {l.input_ids, 48}, {l.positions, 48}, {l.slot_mapping, 48}, {l.context_lens, 48},
+      {l.input_ids, 48},    {l.positions, 48},      {l.slot_mapping, 48},      {l.context_lens, 48},
       {l.cu_seqlens_q, 49}, {l.logits_indices, 48}, {l.block_tables, 48 * 257}};
   std::sort(spans.begin(), spans.end());
   for (size_t i = 0; i < spans.size(); ++i) {
@@ -84,7 +84,8 @@ TEST(CudaGraphPolicy, FillStagingPadsTheBucket) {
     EXPECT_EQ(buf[l.positions + i], pos[i]);
     EXPECT_EQ(buf[l.slot_mapping + i], slots[i]);
     EXPECT_EQ(buf[l.context_lens + i], ctx[i]);
-    for (int j = 0; j < stride; ++j) EXPECT_EQ(buf[l.block_tables + i * width + j], tables[i * stride + j]);
+    for (int j = 0; j < stride; ++j)
+      EXPECT_EQ(buf[l.block_tables + i * width + j], tables[i * stride + j]);
     EXPECT_EQ(buf[l.block_tables + i * width + 3], -1);
   }
   // Padding row 3: stores nothing, attends to nothing.
@@ -95,7 +96,8 @@ TEST(CudaGraphPolicy, FillStagingPadsTheBucket) {
   for (int i = 0; i <= 4; ++i) EXPECT_EQ(buf[l.cu_seqlens_q + i], i);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(buf[l.logits_indices + i], i);
   EXPECT_EQ(buf[l.input_ids + 4], 12345);  // beyond the bucket: untouched
-  EXPECT_THROW(fill_decode_staging(l, 2, 3, ids, pos, slots, ctx, tables, stride, buf.data()), Error);
+  EXPECT_THROW(fill_decode_staging(l, 2, 3, ids, pos, slots, ctx, tables, stride, buf.data()),
+               Error);
   // A table wider than the graph's with a real block past the width is refused.
   const int32_t wide[] = {1, 2, 3, 4, 5};
   EXPECT_THROW(fill_decode_staging(l, 1, 1, ids, pos, slots, ctx, wide, 5, buf.data()), Error);

@@ -1,9 +1,9 @@
-#include "kernels/cuda/philox_rng.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
+
+#include "kernels/cuda/philox_rng.h"
 
 namespace nanovllm {
 namespace {
@@ -64,8 +64,8 @@ TEST(CudaPhilox, UniformIsOpenAndExact) {
 }
 
 TEST(CudaPhilox, OrderKeyIsMonotone) {
-  const float vals[] = {-INFINITY, -3e38f, -2.5f, -1.f, -1e-30f, -0.f, 0.f, 1e-30f, 0.5f, 1.f,
-                        7.f, 3e38f, INFINITY};
+  const float vals[] = {-INFINITY, -3e38f, -2.5f, -1.f, -1e-30f, -0.f,    0.f,
+                        1e-30f,    0.5f,   1.f,   7.f,  3e38f,   INFINITY};
   for (size_t i = 0; i + 1 < sizeof(vals) / sizeof(vals[0]); ++i) {
     EXPECT_LT(float_order_key(vals[i]), float_order_key(vals[i + 1])) << vals[i];
     EXPECT_EQ(float_from_order_key(float_order_key(vals[i])), vals[i]);

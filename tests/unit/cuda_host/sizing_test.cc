@@ -36,9 +36,9 @@ TEST(CudaSizing, TooLittleMemoryIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("not enough GPU memory"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(compute_num_kv_blocks(1000, 100, 0, 0, 0.5, 1), Error);  // used > budget
-  EXPECT_THROW(compute_num_kv_blocks(1000, 900, 0, 0, 1.5, 1), Error);  // bad utilization
-  EXPECT_THROW(compute_num_kv_blocks(1000, 900, 0, 0, 0.5, 0), Error);  // bad block size
+  EXPECT_THROW(compute_num_kv_blocks(1000, 100, 0, 0, 0.5, 1), Error);    // used > budget
+  EXPECT_THROW(compute_num_kv_blocks(1000, 900, 0, 0, 1.5, 1), Error);    // bad utilization
+  EXPECT_THROW(compute_num_kv_blocks(1000, 900, 0, 0, 0.5, 0), Error);    // bad block size
   EXPECT_THROW(compute_num_kv_blocks(1000, 900, 10, 20, 0.5, 1), Error);  // peak < current
 }
 

@@ -39,9 +39,12 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
   int num_blocks = config.num_kvcache_blocks;
   if (num_blocks < 0) {
     const size_t bb = KVCache::block_bytes(mc, bs, backend_->act_dtype());
-    NV_CHECK(backend_->device() == Device::CPU,
-             "CUDA KV sizing is done by the CUDA runner");  // TODO(cuda): warm-up based sizing
-    int64_t budget = cpu_kv_budget(config);
+    int64_t budget = -1;
+    if (backend_->device() != Device::CPU) {
+      warmup();  // activation peak at the largest batch, then measure what is left
+      budget = backend_->kv_cache_budget_bytes(config.gpu_memory_utilization);
+    }
+    if (budget < 0) budget = cpu_kv_budget(config);
     int64_t fit = budget / int64_t(bb);
     // No more than every sequence at max_model_len could ever use.
     int64_t need = int64_t(config.max_num_seqs) * ((config.max_model_len + bs - 1) / bs);
@@ -50,6 +53,36 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
              " bytes; raise --kv-cache-bytes");
   }
   kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs);
+}
+
+void ModelRunner::warmup() {
+  // nano-vLLM's warm-up: as many max_model_len sequences as the token budget allows, all reading
+  // one scratch block table (slot_mapping -1: nothing stored), so the allocator sees its peak.
+  const int bs = config_.kvcache_block_size, len = config_.max_model_len;
+  const int nseq = std::max(1, std::min(config_.max_num_seqs, config_.max_num_batched_tokens / len));
+  const int nblocks = (len + bs - 1) / bs;
+  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs);
+  HostBatch hb;
+  hb.num_seqs = nseq;
+  hb.block_size = bs;
+  hb.block_table_stride = nblocks;
+  hb.cu_seqlens_q.push_back(0);
+  for (int b = 0; b < nseq; ++b) {
+    for (int p = 0; p < len; ++p) {
+      hb.input_ids.push_back(0);
+      hb.positions.push_back(p);
+      hb.slot_mapping.push_back(-1);
+    }
+    hb.cu_seqlens_q.push_back(hb.cu_seqlens_q.back() + len);
+    hb.context_lens.push_back(len);
+    for (int i = 0; i < nblocks; ++i) hb.block_tables.push_back(i);
+    hb.logits_indices.push_back(hb.cu_seqlens_q.back() - 1);
+  }
+  hb.num_tokens = nseq * len;
+  hb.max_seqlen_q = hb.max_seqlen_k = len;
+  BatchTensors bt = backend_->upload_batch(hb);
+  model_->forward(bt, scratch);
+  backend_->synchronize();
 }
 
 HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {

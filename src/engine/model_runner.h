@@ -28,6 +28,7 @@ class ModelRunner {
   static int64_t cpu_kv_budget(const Config& config);
 
  private:
+  void warmup();
   Config config_;
   ModelConfig mc_;
   std::unique_ptr<Backend> backend_;

@@ -63,6 +63,10 @@ class Backend {
   // Makes BatchTensors from a HostBatch (CPU: wraps the host vectors, which must outlive it).
   virtual BatchTensors upload_batch(const HostBatch& hb) = 0;
   virtual void synchronize() {}
+  // Bytes the KV cache may take, measured after a warm-up forward at the largest batch (CUDA:
+  // total * utilization - used - peak + current, nano-vLLM's formula); -1 where the engine
+  // decides (CPU: a byte budget or a fraction of RAM).
+  virtual int64_t kv_cache_budget_bytes(double gpu_memory_utilization) { return -1; }
 
   // --- ops --------------------------------------------------------------------------------
   // out[t, :] = table[ids[t] - vocab_start, :], zeros when outside [vocab_start, +rows).

@@ -1,4 +1,5 @@
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/sizing.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -402,6 +403,13 @@ CudaBackend::MemoryInfo CudaBackend::memory_info() {
   m.peak = int64_t(alloc_->peak_bytes());
   m.current = int64_t(alloc_->current_bytes());
   return m;
+}
+
+int64_t CudaBackend::kv_cache_budget_bytes(double utilization) {
+  synchronize();
+  MemoryInfo m = memory_info();
+  // compute_num_kv_blocks with 1-byte blocks = the byte budget (its checks give clear errors).
+  return compute_num_kv_blocks(m.total, m.free, m.peak, m.current, utilization, 1);
 }
 
 }  // namespace cuda

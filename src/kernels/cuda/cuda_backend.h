@@ -32,6 +32,7 @@ class CudaBackend : public Backend {
   Tensor to_host(const Tensor& t) override;
   BatchTensors upload_batch(const HostBatch& hb) override;
   void synchronize() override;
+  int64_t kv_cache_budget_bytes(double gpu_memory_utilization) override;
 
   void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;

@@ -120,15 +120,21 @@ int main(int argc, char** argv) {
   const int64_t N = 6144, K = 1024;
   Tensor w = Tensor::empty({N, K}, DType::BF16);
   for (int64_t i = 0; i < N * K; ++i) w.data<uint16_t>()[i] = f32_to_bf16(nd(rng) * 0.05f);
-  for (int M : {1, 4, 512}) {
+  // path 1 = streaming kernel, 2 = OpenBLAS (bf16 panels converted to f32), 3 = oneDNN bf16.
+  for (int M : {1, 4, 16, 32, 64, 128, 512}) {
     Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, N}, DType::F32);
     for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
-    int reps = M == 512 ? 3 : 50;
-    t = best_seconds(reps, [&] { cpu::linear(x, w, nullptr, y, pool); });
-    std::string key = "linear_bf16_m" + std::to_string(M);
-    out[key + "_weight_gb_s"] = double(N * K * 2) / t / 1e9;
-    out[key + "_gflops"] = 2.0 * M * N * K / t / 1e9;
+    int reps = M >= 128 ? 3 : 20;
+    for (int path : {1, 2, 3}) {
+      if (path == 3 && M < 16) continue;
+      cpu::set_linear_path(path);
+      t = best_seconds(reps, [&] { cpu::linear(x, w, nullptr, y, pool); });
+      std::string key = std::string(path == 1 ? "stream" : path == 2 ? "blas" : "onednn") + "_bf16_m" + std::to_string(M);
+      out[key + "_weight_gb_s"] = double(N * K * 2) / t / 1e9;
+      out[key + "_gflops"] = 2.0 * M * N * K / t / 1e9;
+    }
   }
+  cpu::set_linear_path(0);
   if (json) {
     std::printf("%s\n", out.dump().c_str());
   } else {

@@ -53,7 +53,8 @@ int run_chat_template(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int rc = app.exit(e);  // prints help or the usage error
+    return rc == 0 ? 0 : 2;
   }
   if (!thinking.empty() && thinking != "true" && thinking != "false") {
     std::fprintf(stderr, "--enable-thinking must be true or false\n");

@@ -54,7 +54,8 @@ int run_tokenize(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int rc = app.exit(e);  // prints help (rc 0) or the usage error
+    return rc == 0 ? 0 : 2;
   }
   auto tok = Tokenizer::from_dir(dir);
   if (batch) {
@@ -108,7 +109,8 @@ int run_detokenize(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int rc = app.exit(e);  // prints help (rc 0) or the usage error
+    return rc == 0 ? 0 : 2;
   }
   std::vector<int> ids;
   std::stringstream ss(ids_csv);

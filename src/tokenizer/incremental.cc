@@ -6,7 +6,7 @@
 // that rules applied at the start of a decode (Strip / Metaspace dropping a leading space) hit
 // context, not new text. New text is held back while it may still change:
 //   - it ends with U+FFFD (an incomplete UTF-8 character that later ids may complete), or
-//   - the last id is a byte-fallback "<0xAB>" token (the run's validity decides its text).
+//   - the last kept id is a byte-fallback "<0xAB>" token (the run's validity decides its text).
 // clean_up_tokenization_spaces (" ." -> "." etc.) can remove a space already decoded, so
 // cleaned text is released only up to a point where no rule can span the cut: every rule's
 // pattern starts with a space and is at most 4 bytes, so a cut with no space in the 3 bytes
@@ -44,7 +44,10 @@ std::string IncrementalDetokenizer::emit(bool final) {
   std::string raw;
   size_t n = ids_.size();
   if (n > read_) {
-    bool hold = !final && tok_.is_fallback_byte(ids_.back());
+    // The last id that decode keeps decides (dropped ids do not end a byte-fallback run).
+    size_t last = n;
+    while (last > read_ && tok_.is_dropped(ids_[last - 1], skip_)) --last;
+    bool hold = !final && last > read_ && tok_.is_fallback_byte(ids_[last - 1]);
     std::string full;
     if (!hold) {
       full = tok_.decode_raw(ids_.data() + ctx_, n - ctx_, skip_);

@@ -194,10 +194,22 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
     return v;
   }
   if (name == "tojson") {
-    const Value* ind = a.get(0, "indent");
-    int indent = (ind && !ind->is_none()) ? int(ind->as_int()) : -1;
-    if (a.get(size_t(-1), "separators")) fail("tojson: separators= is not supported");
-    return Value(to_json(v, indent, bool_arg(a, size_t(-1), "sort_keys", false)));
+    // transformers: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+    JsonOptions opt;
+    const Value* ind = a.get(1, "indent");
+    if (ind && !ind->is_none()) opt.indent = int(std::max<int64_t>(0, ind->as_int()));
+    opt.ensure_ascii = bool_arg(a, 0, "ensure_ascii", false);
+    opt.sort_keys = bool_arg(a, 3, "sort_keys", false);
+    std::string item_sep, key_sep;
+    if (const Value* sep = a.get(2, "separators"); sep && !sep->is_none()) {
+      if (!sep->is_list() || sep->list().size() != 2 || !sep->list()[0].is_string() || !sep->list()[1].is_string())
+        fail("tojson: separators must be a (item_separator, key_separator) pair of strings");
+      item_sep = sep->list()[0].str();
+      key_sep = sep->list()[1].str();
+      opt.item_sep = item_sep.c_str();
+      opt.key_sep = key_sep.c_str();
+    }
+    return Value(to_json(v, opt));
   }
   if (name == "length" || name == "count") return Value(int64_t(py_len(v)));
   if (name == "string") return Value(to_str(v));

@@ -96,8 +96,13 @@ struct Lexer {
           case 'u':
           case 'U': {
             int n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-            if (p + n > src.size()) fail("truncated \\" + std::string(1, e) + " escape");
-            uint32_t cp = uint32_t(std::stoul(src.substr(p, n), nullptr, 16));
+            uint32_t cp = 0;
+            for (int k = 0; k < n; ++k) {
+              char h = p + k < src.size() ? src[p + k] : '\0';
+              if (!std::isxdigit((unsigned char)h)) fail("truncated \\" + std::string(1, e) + " escape");
+              cp = cp * 16 + uint32_t(std::isdigit((unsigned char)h) ? h - '0' : (std::tolower(h) - 'a' + 10));
+            }
+            if (cp > 0x10FFFF) fail("illegal Unicode character in \\U escape");
             p += n;
             // Encode the code point as UTF-8.
             if (cp < 0x80) {

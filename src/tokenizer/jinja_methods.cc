@@ -140,8 +140,8 @@ Value python_slice(const Value& obj, const Value& start, const Value& stop, cons
     if (!v.is_int() && !v.is_bool()) fail(std::string("slice ") + what + " must be an integer or None");
     return {true, v.as_int()};
   };
-  auto [has_step, st] = opt(step, "step");
-  if (!has_step) st = 1;
+  auto step_opt = opt(step, "step");  // (no structured binding: lambdas below capture it)
+  int64_t st = step_opt.first ? step_opt.second : 1;
   if (st == 0) fail("slice step cannot be zero");
   std::vector<std::string> chars;
   int64_t n;

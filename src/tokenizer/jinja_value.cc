@@ -179,9 +179,25 @@ std::string to_str(const Value& v) {
   return "";
 }
 
-static void json_escape(const std::string& s, std::string& out) {
+static void json_escape(const std::string& s, std::string& out, bool ensure_ascii) {
   out += '"';
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = s[i];
+    if (ensure_ascii && c >= 0x80) {  // \uXXXX, with a surrogate pair above the BMP
+      size_t n = (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+      uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+      for (size_t k = 1; k < n && i + k < s.size(); ++k) cp = (cp << 6) | (s[i + k] & 0x3F);
+      i += n - 1;
+      char b[16];
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        std::snprintf(b, sizeof(b), "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+      } else {
+        std::snprintf(b, sizeof(b), "\\u%04x", cp);
+      }
+      out += b;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -203,12 +219,13 @@ static void json_escape(const std::string& s, std::string& out) {
   out += '"';
 }
 
-static void json_dump(const Value& v, int indent, bool sort_keys, int level, std::string& out) {
+static void json_dump(const Value& v, const JsonOptions& opt, int level, std::string& out) {
+  const int indent = opt.indent;
   auto newline = [&](int lvl) {
     out += '\n';
     out.append(size_t(indent * lvl), ' ');
   };
-  const char* item_sep = indent >= 0 ? "," : ", ";
+  const char* item_sep = opt.item_sep ? opt.item_sep : indent >= 0 ? "," : ", ";
   switch (v.kind()) {
     case Value::Kind::None: out += "null"; return;
     case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
@@ -220,7 +237,7 @@ static void json_dump(const Value& v, int indent, bool sort_keys, int level, std
       else out += format_float(d);
       return;
     }
-    case Value::Kind::String: json_escape(v.str(), out); return;
+    case Value::Kind::String: json_escape(v.str(), out, opt.ensure_ascii); return;
     case Value::Kind::List: {
       auto& l = v.list();
       if (l.empty()) {
@@ -231,7 +248,7 @@ static void json_dump(const Value& v, int indent, bool sort_keys, int level, std
       for (size_t i = 0; i < l.size(); ++i) {
         if (i) out += item_sep;
         if (indent >= 0) newline(level + 1);
-        json_dump(l[i], indent, sort_keys, level + 1, out);
+        json_dump(l[i], opt, level + 1, out);
       }
       if (indent >= 0) newline(level);
       out += ']';
@@ -240,7 +257,7 @@ static void json_dump(const Value& v, int indent, bool sort_keys, int level, std
     case Value::Kind::Dict: {
       std::vector<const std::pair<std::string, Value>*> items;
       for (auto& kv : v.dict().items) items.push_back(&kv);
-      if (sort_keys)
+      if (opt.sort_keys)
         std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
       if (items.empty()) {
         out += "{}";
@@ -250,9 +267,9 @@ static void json_dump(const Value& v, int indent, bool sort_keys, int level, std
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep;
         if (indent >= 0) newline(level + 1);
-        json_escape(items[i]->first, out);
-        out += ": ";
-        json_dump(items[i]->second, indent, sort_keys, level + 1, out);
+        json_escape(items[i]->first, out, opt.ensure_ascii);
+        out += opt.key_sep;
+        json_dump(items[i]->second, opt, level + 1, out);
       }
       if (indent >= 0) newline(level);
       out += '}';
@@ -263,9 +280,9 @@ static void json_dump(const Value& v, int indent, bool sort_keys, int level, std
   }
 }
 
-std::string to_json(const Value& v, int indent, bool sort_keys) {
+std::string to_json(const Value& v, const JsonOptions& opt) {
   std::string out;
-  json_dump(v, indent, sort_keys, 0, out);
+  json_dump(v, opt, 0, out);
   return out;
 }
 

@@ -116,8 +116,16 @@ std::string to_str(const Value& v);
 std::string to_repr(const Value& v);
 // Python float repr (shortest round-trip): 1.0, 0.1, 1e-05, 1e+16, inf, nan.
 std::string format_float(double d);
-// json.dumps(v, ensure_ascii=False, indent=indent) (indent < 0: None). Throws for undefined/callables.
-std::string to_json(const Value& v, int indent, bool sort_keys = false);
+// json.dumps options (defaults = transformers' tojson: ensure_ascii=False, indent=None).
+struct JsonOptions {
+  int indent = -1;  // < 0: None (single line)
+  bool sort_keys = false;
+  bool ensure_ascii = false;
+  const char* item_sep = nullptr;  // nullptr: ", " without indent, "," with indent
+  const char* key_sep = ": ";
+};
+// json.dumps(v, ...) as Python prints it. Throws for undefined/callables.
+std::string to_json(const Value& v, const JsonOptions& opt = {});
 
 // Python ==, and <, > ordering (throws nanovllm::Error for unorderable types).
 bool equals(const Value& a, const Value& b);

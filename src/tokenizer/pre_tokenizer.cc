@@ -47,9 +47,10 @@ void emit_parts(const PreToken& src, const std::vector<std::pair<size_t, size_t>
   if (pos < s.size()) parts.push_back({pos, s.size(), invert});
 
   std::vector<Part> res;
+  res.reserve(parts.size());
   switch (behavior) {
     case Behavior::Isolated:
-      res = parts;
+      res.swap(parts);
       break;
     case Behavior::Removed:
       for (auto& p : parts)
@@ -125,7 +126,7 @@ class ByteLevelPT : public PreTokenizer {
   void apply(std::vector<PreToken>& pieces) const override {
     if (add_prefix_space_)
       for (auto& p : pieces)
-        if (p.text.empty() || p.text[0] != ' ') p.text.insert(0, " ");
+        if (p.text.empty() || p.text[0] != ' ') p.text = " " + p.text;
     if (use_regex_) {
       std::vector<PreToken> out;
       for (auto& p : pieces) emit_parts(p, regex_->find_all(p.text), false, Behavior::Isolated, out);
@@ -166,7 +167,7 @@ class MetaspacePT : public PreTokenizer {
     for (auto& p : pieces) {
       std::string t = replace_all(p.text, " ", replacement_);
       bool starts = t.compare(0, replacement_.size(), replacement_) == 0;
-      if (!starts && (scheme_ == 0 || (scheme_ == 1 && p.at_start))) t.insert(0, replacement_);
+      if (!starts && (scheme_ == 0 || (scheme_ == 1 && p.at_start))) t = replacement_ + t;
       PreToken cur{std::move(t), p.at_start};
       if (!split_) {
         if (!cur.text.empty()) out.push_back(std::move(cur));

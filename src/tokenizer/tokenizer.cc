@@ -189,12 +189,23 @@ void Tokenizer::Impl::encode_text(std::string& text, bool at_start, std::vector<
   for (auto& p : pieces) model->tokenize(p.text, ids);
 }
 
+// Malformed JSON or a field of the wrong type surfaces from nlohmann as its own exception type;
+// callers expect nanovllm::Error.
+static void load_or_throw(Tokenizer::Impl& im, const std::string& json_text, const std::string& config_text,
+                          const std::string& gen_text) {
+  try {
+    im.load(json_text, config_text, gen_text);
+  } catch (const nlohmann::json::exception& e) {
+    NV_THROW("tokenizer: bad tokenizer.json / tokenizer_config.json / generation_config.json: ", e.what());
+  }
+}
+
 Tokenizer::Tokenizer() : impl_(std::make_unique<Impl>()) {}
 Tokenizer::~Tokenizer() = default;
 
 std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& json_text, const std::string& config_text) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
-  t->impl_->load(json_text, config_text, "");
+  load_or_throw(*t->impl_, json_text, config_text, "");
   return t;
 }
 
@@ -204,7 +215,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_dir(const std::string& dir) {
   NV_CHECK(exists(tj), "tokenizer: no tokenizer.json in '", dir, "'");
   std::string cfg = dir + "/tokenizer_config.json", gen = dir + "/generation_config.json";
   std::unique_ptr<Tokenizer> t(new Tokenizer());
-  t->impl_->load(read_file(tj), exists(cfg) ? read_file(cfg) : "", exists(gen) ? read_file(gen) : "");
+  load_or_throw(*t->impl_, read_file(tj), exists(cfg) ? read_file(cfg) : "", exists(gen) ? read_file(gen) : "");
   return t;
 }
 

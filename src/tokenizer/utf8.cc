@@ -93,19 +93,22 @@ uint32_t next_cp(std::string_view s, size_t& i) {
     ++i;
     return b;
   }
-  if (b < 0xE0) {
-    uint32_t cp = ((b & 0x1F) << 6) | (p[i + 1] & 0x3F);
-    i += 2;
-    return cp;
+  // Callers pass valid UTF-8; the bounds check only keeps a malformed string (e.g. raw bytes in
+  // a tokenizer.json) from reading past its end.
+  size_t need = b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+  if (b < 0xC0 || i + need > s.size()) {
+    ++i;
+    return 0xFFFD;
   }
-  if (b < 0xF0) {
-    uint32_t cp = ((b & 0x0F) << 12) | ((p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F);
-    i += 3;
-    return cp;
+  uint32_t cp;
+  if (need == 2) {
+    cp = ((b & 0x1F) << 6) | (p[i + 1] & 0x3F);
+  } else if (need == 3) {
+    cp = ((b & 0x0F) << 12) | ((p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F);
+  } else {
+    cp = ((b & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F);
   }
-  uint32_t cp = ((b & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) |
-                (p[i + 3] & 0x3F);
-  i += 4;
+  i += need;
   return cp;
 }
 

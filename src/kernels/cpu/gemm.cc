@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/simd.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -18,7 +19,10 @@ namespace nanovllm::cpu {
 
 namespace {
 
-constexpr int kGemvMaxRows = 8;
+constexpr int kGemvMaxRows = 8;     // rows of x per streaming-kernel call (accumulators)
+constexpr int kStreamMaxRows = 64;  // above this, BLAS (compute-bound; panels amortize)
+constexpr int64_t kRowBlock = 32;
+constexpr int kOnednnMinRows = 128;  // bf16 prefill through oneDNN from this many rows   // weight rows per tile: 32 x K bf16 stays in L2
 std::atomic<int> g_path{0};
 
 // ---------------------------------------------------------------------------------------
@@ -165,7 +169,7 @@ void blas_threads(ThreadPool& pool) {
 
 }  // namespace
 
-int gemv_max_rows() { return kGemvMaxRows; }
+int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
 void set_linear_path(int path) { g_path = path; }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool) {
@@ -184,14 +188,31 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   NV_CHECK(wd == DType::F32 || wd == DType::BF16 || wd == DType::F16, "weight dtype ", w.str());
 
   int path = g_path.load();
-  bool stream = path == 1 || (path == 0 && M <= kGemvMaxRows);
-  if (stream && wd != DType::F16 && M <= kGemvMaxRows) {
+  // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX).
+  if (wd == DType::BF16 && (path == 3 || (path == 0 && M >= kOnednnMinRows))) {
+    if (onednn_bf16_linear(x, w, out, pool)) {
+      add_bias(bias, op, M, N);
+      return;
+    }
+  }
+  // BF16 weights: the streaming kernel at every M (measured faster than converting panels to
+  // F32 for sgemm, docs/perf.md). F32 weights: streaming up to kStreamMaxRows, then sgemm.
+  bool stream = path == 1 || (path == 0 && (M <= kStreamMaxRows || wd == DType::BF16));
+  if (stream && wd != DType::F16) {
+    // Tiles of kRowBlock weight rows: DRAM reads each weight once; the tile is reused from L2
+    // for every chunk of 8 rows of x.
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
-      if (wd == DType::F32)
-        gemv_dispatch<float>(xp, w.data<float>(), op, M, K, N, n0, n1);
-      else
-        gemv_dispatch<uint16_t>(xp, w.data<uint16_t>(), op, M, K, N, n0, n1);
-    }, 16);
+      for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
+        int64_t ne = std::min(n1, nb + kRowBlock);
+        for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows) {
+          int64_t mm = std::min<int64_t>(kGemvMaxRows, M - m0);
+          if (wd == DType::F32)
+            gemv_dispatch<float>(xp + m0 * K, w.data<float>(), op + m0 * N, mm, K, N, nb, ne);
+          else
+            gemv_dispatch<uint16_t>(xp + m0 * K, w.data<uint16_t>(), op + m0 * N, mm, K, N, nb, ne);
+        }
+      }
+    }, kRowBlock);
     add_bias(bias, op, M, N);
     return;
   }

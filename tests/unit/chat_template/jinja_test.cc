@@ -104,6 +104,9 @@ TEST(JinjaFilters, ToJsonMatchesTransformers) {
             R"({"name": "f", "b": [1, 2.5, null, true], "s": "é\"\n<>&", "e": {}, "l": []})");
   EXPECT_EQ(R("{{ {'a': [1, {'b': 2}]}|tojson(indent=2) }}"),
             "{\n  \"a\": [\n    1,\n    {\n      \"b\": 2\n    }\n  ]\n}");
+  // transformers' signature: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
+  EXPECT_EQ(R("{{ 'é😀'|tojson(ensure_ascii=true) }}"), "\"\\u00e9\\ud83d\\ude00\"");
+  EXPECT_EQ(R("{{ {'b': [1, 2], 'a': 0}|tojson(separators=(',', ':'), sort_keys=true) }}"), "{\"a\":0,\"b\":[1,2]}");
   EXPECT_NE(error_of("{{ nope|tojson }}"), "");
 }
 

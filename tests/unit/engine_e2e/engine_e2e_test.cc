@@ -8,6 +8,7 @@
 
 #include "loader/make_model.h"
 #include "nanovllm/llm.h"
+#include "util/check.h"
 
 using namespace nanovllm;
 namespace fs = std::filesystem;

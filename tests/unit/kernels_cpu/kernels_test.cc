@@ -65,7 +65,7 @@ TEST_P(LinearTest, MatchesNaive) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, LinearTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 8, 9, 33),
+                         ::testing::Combine(::testing::Values(1, 2, 3, 8, 9, 33, 64, 65),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16),
                                             ::testing::Values(0, 2)));
 
@@ -237,4 +237,27 @@ TEST(Rope, RotateHalfMatchesNaiveAndPosZeroIsIdentity) {
         }
         EXPECT_NEAR(after[o], expect, 1e-5) << "t=" << t << " h=" << h << " i=" << i;
       }
+}
+
+// oneDNN bf16 path (prefill): equals the naive product of bf16-rounded activations and weights.
+TEST(Linear, OnednnBf16MatchesRoundedNaive) {
+  const int M = 130, K = 96, N = 50;
+  auto be = make_cpu_backend(2);
+  Tensor x = rand_tensor({M, K}, DType::F32);
+  Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+  Tensor out = Tensor::empty({M, N}, DType::F32);
+  poison(out);
+  cpu::set_linear_path(3);
+  be->linear(x, w, nullptr, out);
+  cpu::set_linear_path(0);
+  auto xf = to_f32_vector(x), wf = to_f32_vector(w);
+  std::vector<double> ref(size_t(M * N));
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k)
+        s += double(bf16_to_f32(f32_to_bf16(xf[size_t(m * K + k)]))) * wf[size_t(n * K + k)];
+      ref[size_t(m * N + n)] = s;
+    }
+  EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
 }

@@ -184,6 +184,11 @@ TEST(TokenizerUnit, IncrementalDetokenizer) {
   EXPECT_EQ(d.push(6 + 0xA0), "");  // a byte run may still grow
   EXPECT_EQ(d.push(5), "\xE4\xBD\xA0 hi");
   EXPECT_EQ(d.finish(), "");
+  // An unknown id inside a byte run is dropped and does not end the run: "3" (0x33) followed
+  // by a lone continuation byte 0xAC is one invalid run, two U+FFFD.
+  V run = {5, 6 + 0x33, 999, 6 + 0xAC, 5};
+  EXPECT_EQ(t->decode(run), "hi\xEF\xBF\xBD\xEF\xBF\xBD hi");
+  EXPECT_EQ(stream(*t, run), t->decode(run));
   // After a prompt, "▁hi" keeps its space (decode of the pushed ids alone would strip it).
   EXPECT_EQ(stream(*t, {5, 5}, {5}), " hi hi");
 }
@@ -247,6 +252,12 @@ TEST(TokenizerUnit, ErrorsNameTheUnsupportedType) {
   j = tiny();
   j["model"]["merges"] = {"a zz"};
   expect_error(j, "merge");
+  j = tiny();
+  j["model"]["fuse_unk"] = "yes";  // wrong type: ignored like a missing flag
+  EXPECT_EQ(make(j)->encode("zz"), V({6, 6}));
+  j["added_tokens"] = {{{"id", "seven"}, {"content", "<x>"}}};
+  expect_error(j, "tokenizer");
+  EXPECT_THROW(Tokenizer::from_json(tiny().dump(), "{bad config"), Error);
   EXPECT_THROW(Tokenizer::from_json("{\"model\": "), Error);
   EXPECT_THROW(Tokenizer::from_json("not json"), Error);
   EXPECT_THROW(Tokenizer::from_dir("/nonexistent/dir"), Error);

@@ -1,0 +1,84 @@
+#include "kernels/cpu/onednn_gemm.h"
+
+#ifdef NANOVLLM_HAVE_DNNL
+#include <dnnl.hpp>
+#endif
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace nanovllm::cpu {
+
+#ifdef NANOVLLM_HAVE_DNNL
+namespace {
+
+// One primitive per (N, K), with M a run-time dimension, created on first use.
+struct Plan {
+  dnnl::matmul prim;
+  bool ok = false;
+};
+
+struct Context {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  std::mutex mu;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<Plan>> plans;
+};
+
+Context& ctx() {
+  static Context c;
+  return c;
+}
+
+std::shared_ptr<Plan> plan_for(int64_t N, int64_t K) {
+  Context& c = ctx();
+  std::lock_guard<std::mutex> lk(c.mu);
+  auto& p = c.plans[{N, K}];
+  if (p) return p;
+  p = std::make_shared<Plan>();
+  try {
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    dnnl::memory::desc a({DNNL_RUNTIME_DIM_VAL, K}, dt::bf16, tag::ab);
+    dnnl::memory::desc b({K, N}, dt::bf16, tag::ba);  // w [N, K] row-major is K x N in "ba"
+    dnnl::memory::desc o({DNNL_RUNTIME_DIM_VAL, N}, dt::f32, tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, o), c.eng);
+    p->prim = dnnl::matmul(pd);
+    p->ok = true;
+  } catch (const dnnl::error&) {
+    p->ok = false;
+  }
+  return p;
+}
+
+}  // namespace
+
+bool onednn_bf16_linear(const Tensor& x, const Tensor& w, Tensor& out, ThreadPool& pool) {
+  if (w.dtype() != DType::BF16) return false;
+  const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
+  auto plan = plan_for(N, K);
+  if (!plan->ok) return false;
+  // x -> bf16 (round to nearest even), in parallel.
+  std::vector<uint16_t> xb(size_t(M * K));
+  const float* xp = x.data<float>();
+  pool.parallel_for(M * K, [&](int64_t a, int64_t b) {
+    for (int64_t i = a; i < b; ++i) xb[size_t(i)] = f32_to_bf16(xp[i]);
+  }, 4096);
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  Context& c = ctx();
+  dnnl::memory am({{M, K}, dt::bf16, tag::ab}, c.eng, xb.data());
+  dnnl::memory bm({{K, N}, dt::bf16, tag::ba}, c.eng, w.raw());
+  dnnl::memory om({{M, N}, dt::f32, tag::ab}, c.eng, out.raw());
+  plan->prim.execute(c.strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, om}});
+  c.strm.wait();
+  return true;
+}
+
+#else
+bool onednn_bf16_linear(const Tensor&, const Tensor&, Tensor&, ThreadPool&) { return false; }
+#endif
+
+}  // namespace nanovllm::cpu

@@ -21,7 +21,8 @@ build: configure
 
 # The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README).
 run: build
-	$(BUILD)/nanovllm bench --random-model small --num-seqs 16 --max-input-len 256 --max-output-len 64 \
+	$(BUILD)/nanovllm bench --random-model small --num-seqs 32 --min-input-len 64 --max-input-len 256 \
+	  --min-output-len 32 --max-output-len 128 \
 	  --cache-dir $(BUILD)/models
 
 test: build
@@ -37,9 +38,11 @@ asan: deps
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
+# libFuzzer targets (clang): build/fuzz_tokenizer and build/fuzz_jinja; run e.g.
+#   TOKENIZER_FUZZ_DIR=../shared/data/tokenizers/qwen3 build-fuzz/fuzz_tokenizer -max_total_time=300
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz $(GEN) -DNANOVLLM_FUZZ=ON -DNANOVLLM_CUDA=OFF
-	cmake --build $(BUILD)-fuzz -j $(JOBS)
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -93,6 +93,52 @@ NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int
   }
 }
 
+// M == 1, bf16 weights, K % 32 == 0: the decode hot path. One 64-byte load carries 32 weights;
+// dword i holds weights 2i (low half) and 2i+1 (high half), so a shift and a mask give both as
+// f32 without widening converts. x is pre-split to match: xs[b*32 + i] = x[32b + 2i],
+// xs[b*32 + 16 + i] = x[32b + 2i + 1]. Four weight rows in flight for memory-level parallelism.
+template <int R>
+NV_TARGET_AVX512 inline void gemv1_rows(const float* xs, const uint16_t* const* rows, float* dst,
+                                        int64_t K, const uint16_t* prefetch) {
+  const __m512i hi_mask = _mm512_set1_epi32(int(0xFFFF0000u));
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 32) {
+    // Prefetch the next row group (R rows = R * K contiguous weights) while this one computes:
+    // measured decode is latency-bound without it.
+    if (prefetch)
+      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + r * K + k), _MM_HINT_T0);
+    __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
+    for (int r = 0; r < R; ++r) {
+      __m512i v = _mm512_loadu_si512(rows[r] + k);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi_mask)), xo, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; ++r) dst[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+NV_TARGET_AVX512 void gemv1_bf16_512(const float* xs, const uint16_t* w, float* out, int64_t K,
+                                     int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) {
+    const uint16_t* rows[4] = {w + n * K, w + (n + 1) * K, w + (n + 2) * K, w + (n + 3) * K};
+    gemv1_rows<4>(xs, rows, out + n, K, n + 8 <= n1 ? w + (n + 4) * K : nullptr);
+  }
+  for (; n < n1; ++n) {
+    const uint16_t* rows[1] = {w + n * K};
+    gemv1_rows<1>(xs, rows, out + n, K, nullptr);
+  }
+}
+
+void split_even_odd(const float* x, float* xs, int64_t K) {
+  for (int64_t b = 0; b < K; b += 32)
+    for (int i = 0; i < 16; ++i) {
+      xs[b + i] = x[b + 2 * i];
+      xs[b + 16 + i] = x[b + 2 * i + 1];
+    }
+}
+
 template <class WT>
 NV_TARGET_AVX2 inline __m256 wload256(const WT* p) {
   if constexpr (std::is_same_v<WT, float>) return load8_f32(p);
@@ -198,6 +244,15 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   // BF16 weights: the streaming kernel at every M (measured faster than converting panels to
   // F32 for sgemm, docs/perf.md). F32 weights: streaming up to kStreamMaxRows, then sgemm.
   bool stream = path == 1 || (path == 0 && (M <= kStreamMaxRows || wd == DType::BF16));
+  if (stream && wd == DType::BF16 && M == 1 && K % 32 == 0 && active_isa() == Isa::Avx512) {
+    std::vector<float> xs(static_cast<size_t>(K));
+    split_even_odd(xp, xs.data(), K);
+    pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
+      gemv1_bf16_512(xs.data(), w.data<uint16_t>(), op, K, n0, n1);
+    }, kRowBlock);
+    add_bias(bias, op, M, N);
+    return;
+  }
   if (stream && wd != DType::F16) {
     // Tiles of kRowBlock weight rows: DRAM reads each weight once; the tile is reused from L2
     // for every chunk of 8 rows of x.

@@ -261,3 +261,23 @@ TEST(Linear, OnednnBf16MatchesRoundedNaive) {
     }
   EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
 }
+
+// The M == 1 bf16 decode kernel (K % 32 == 0, rows not a multiple of 4).
+TEST(Linear, DecodeBf16FastPathMatchesNaive) {
+  const int K = 320, N = 103;
+  auto be = make_cpu_backend(2);
+  Tensor x = rand_tensor({1, K}, DType::F32);
+  Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+  Tensor b = rand_tensor({N}, DType::F32);
+  Tensor out = Tensor::empty({1, N}, DType::F32);
+  poison(out);
+  be->linear(x, w, &b, out);
+  auto xf = to_f32_vector(x), wf = to_f32_vector(w), bf = to_f32_vector(b);
+  std::vector<double> ref(static_cast<size_t>(N));
+  for (int n = 0; n < N; ++n) {
+    double s = bf[size_t(n)];
+    for (int k = 0; k < K; ++k) s += double(xf[size_t(k)]) * wf[size_t(n * K + k)];
+    ref[size_t(n)] = s;
+  }
+  EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
+}

@@ -2,8 +2,8 @@
 # One command for a GPU machine: configure + build with the CUDA backend and GPU tests, run the
 # kernel tests, then the end-to-end and benchmark steps, logging each step under $OUT (or
 # ./gpu-check-out) and printing a summary table last. A failing step is recorded and the
-# script goes on; the exit status is 1 if any step failed. At most 8 files land in $OUT
-# (one log per step + summary.txt), so the device tool brings them all back.
+# script goes on; the exit status is 1 if any step failed. Two files land in $OUT
+# (gpu-check.log with every step's log, and summary.txt): the device tool returns at most 8.
 #
 #   OUT=/some/dir scripts/gpu-check.sh [model_dir]
 # Env: CUDA_ARCH (default 90), BUILD_DIR (default build-gpu), JOBS (default nproc),
@@ -16,13 +16,17 @@ ARCH="${CUDA_ARCH:-90}"
 JOBS="${JOBS:-$(nproc)}"
 MODEL="${1:-${NANOVLLM_MODEL:-}}"
 mkdir -p "$OUT"
+# Per-step logs go to LOGDIR and are concatenated into $OUT/gpu-check.log at the end: the device
+# tool brings back at most 8 files.
+LOGDIR="${TMPDIR:-/tmp}/gpu-check-logs"
+rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
 SUMMARY=()
 FAILED=0
 
-# step NAME COMMAND...: runs COMMAND with output to $OUT/NAME.log, records status and time.
+# step NAME COMMAND...: runs COMMAND with output to $LOGDIR/NAME.log, records status and time.
 step() {
   local name="$1"; shift
-  local log="$OUT/$name.log" t0 t1 rc
+  local log="$LOGDIR/$name.log" t0 t1 rc
   t0=$(date +%s)
   echo "=== $name: $*" | tee "$log"
   ( cd "$ROOT" && "$@" ) >>"$log" 2>&1
@@ -64,20 +68,33 @@ fi
 step unit_tests ctest --test-dir "$BUILD" -L unit --output-on-failure -j 4
 
 NV="$BUILD/nanovllm"
-if [ -z "$MODEL" ]; then
-  skip e2e_generate "no model: pass a model folder as \$1 or NANOVLLM_MODEL"
-  skip bench "no model"
-elif [ ! -x "$NV" ]; then
-  skip e2e_generate "nanovllm CLI not built"
-  skip bench "nanovllm CLI not built"
+if [ ! -x "$NV" ]; then
+  skip e2e "nanovllm CLI not built"
 else
-  # Placeholders the lead wires to the CLI's final options.
-  step e2e_generate "$NV" generate --device cuda --model "$MODEL" --prompt "The capital of France is" --max-tokens 32 --temperature 0
-  step bench "$NV" bench --device cuda --model "$MODEL"
+  MODELS="${MODELS_DIR:-/tmp/nanovllm-models}"
+  SMALL="$MODELS/qwen3-small-bf16"
+  [ -f "$SMALL/config.json" ] || "$NV" make-model --arch qwen3 --preset small --dtype bf16 --seed 0 --out "$SMALL" >/dev/null
+  # CPU and CUDA backends: the same greedy tokens (32) on a random Qwen3 small model.
+  step cpu_vs_cuda bash -c "set -e; for d in cpu cuda; do \"$NV\" generate --device \$d --model \"$SMALL\" \
+      --prompt-ids 11,22,33,44,55 --max-tokens 32 --temperature 0 --ignore-eos --json > $LOGDIR/gen_\$d.json; done; \
+      python3 -c \"import json; a,b=[json.load(open('$LOGDIR/gen_'+d+'.json'))['outputs'][0]['token_ids'] for d in ('cpu','cuda')]; \
+      print('cpu ',a); print('cuda',b); assert a==b\""
+  # transformers on the same GPU and weights: logits rel err <= 2e-2, first 32 greedy tokens equal.
+  step hf_compare python3 "$ROOT/tests/gpu/hf_compare.py" "$NV" "$SMALL"
+  # Eager vs default (CUDA graphs, where the runner uses them): identical outputs.
+  step eager_vs_graph bash -c "set -e; \"$NV\" generate --device cuda --model \"$SMALL\" --prompt-ids 1,2,3 --max-tokens 32 \
+      --temperature 0 --ignore-eos --json > $LOGDIR/g1.json; \"$NV\" generate --device cuda --enforce-eager --model \"$SMALL\" \
+      --prompt-ids 1,2,3 --max-tokens 32 --temperature 0 --ignore-eos --json > $LOGDIR/g2.json; \
+      python3 -c \"import json; a,b=[json.load(open('$LOGDIR/'+f))['outputs'][0]['token_ids'] for f in ('g1.json','g2.json')]; assert a==b\""
+  # The exact bench.py workload on a Qwen3-0.6B-shaped bf16 model.
+  BIG="${MODEL:-$MODELS/qwen3-0.6b-bf16}"
+  [ -f "$BIG/config.json" ] || "$NV" make-model --arch qwen3 --preset qwen3-0.6b --dtype bf16 --seed 0 --out "$BIG" >/dev/null
+  step bench "$NV" bench --device cuda --model "$BIG" --json --no-progress
 fi
 
 echo
 echo "================ gpu-check summary ($(date -u +%FT%TZ)) ================"
 printf '%-14s %-10s %7s  %s\n' STEP STATUS TIME LOG
 for line in "${SUMMARY[@]}"; do echo "$line"; done | tee "$OUT/summary.txt"
+cat "$LOGDIR"/*.log > "$OUT/gpu-check.log" 2>/dev/null
 exit $FAILED

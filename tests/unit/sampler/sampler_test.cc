@@ -187,7 +187,9 @@ TEST(Sampler, SuppressEosMasksEosAndStopTokens) {
       r.eos_ids = &eos;
       const int tok = sample_row(l.data(), 4, r);
       EXPECT_TRUE(tok == 2 || tok == 3);
-      if (t == 0.f) EXPECT_EQ(tok, 3);
+      if (t == 0.f) {
+        EXPECT_EQ(tok, 3);
+      }
     }
   }
   p.temperature = 0;

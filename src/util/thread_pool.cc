@@ -1,13 +1,59 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define NV_CPU_RELAX() _mm_pause()
+#else
+#define NV_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace nanovllm {
 
-ThreadPool::ThreadPool(int n) {
+namespace {
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Spins until pred() or `budget_ns` elapses; true when pred() held. After the first
+// kPauseOnlyNs the loop also yields, so a pool with more threads than free cores (another busy
+// process, an oversubscribed test) hands its core to the thread it waits for instead of burning
+// the time slice.
+constexpr int64_t kPauseOnlyNs = 20000;
+template <class Pred>
+bool spin_until(Pred pred, int64_t budget_ns) {
+  if (budget_ns <= 0) return pred();
+  const int64_t t0 = now_ns();
+  bool yielding = false;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    if (yielding) {
+      std::this_thread::yield();
+    } else {
+      NV_CPU_RELAX();
+    }
+    if ((i & 63) == 63) {
+      int64_t dt = now_ns() - t0;
+      if (dt > budget_ns) return pred();
+      yielding = dt > kPauseOnlyNs;
+    }
+  }
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int n, int spin_us) {
   if (n <= 0) n = int(std::max(1u, std::thread::hardware_concurrency()));
   num_threads_ = n;
+  if (spin_us < 0) {
+    const char* e = std::getenv("NANOVLLM_SPIN_US");
+    spin_us = e ? std::max(0, std::atoi(e)) : 2000;
+  }
+  spin_ns_ = int64_t(spin_us) * 1000;
   for (int i = 1; i < n; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
@@ -23,18 +69,19 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker(int tid) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int)>* job;
-    {
+    auto ready = [&] { return generation_.load() != seen || stop_.load(); };
+    if (!spin_until(ready, spin_ns_)) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
+      sleepers_.fetch_add(1);
+      cv_.wait(lk, ready);
+      sleepers_.fetch_sub(1);
     }
-    (*job)(tid);
-    {
+    if (stop_.load()) return;
+    seen = generation_.load();
+    (*job_)(tid);
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      done_cv_.notify_one();
     }
   }
 }
@@ -44,16 +91,21 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+  job_ = &fn;
+  pending_.store(num_threads_ - 1);
+  generation_.fetch_add(1);  // seq_cst: publishes job_ and pending_
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lk(mu_);  // a sleeper is either waiting or will see the generation
+    cv_.notify_all();
   }
-  cv_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> lk(mu_);
-  done_cv_.wait(lk, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load() == 0; };
+  if (!spin_until(done, spin_ns_)) {
+    std::unique_lock<std::mutex> lk(mu_);
+    caller_sleeping_.store(true);
+    done_cv_.wait(lk, done);
+    caller_sleeping_.store(false);
+  }
   job_ = nullptr;
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/weight_arena.h"
 
 namespace nanovllm {
 namespace {
@@ -22,7 +23,8 @@ class CpuBackend final : public Backend {
   DType act_dtype() const override { return DType::F32; }
 
   Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
-  Tensor to_device(const Tensor& host) override { return host; }
+  // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
+  Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }
   BatchTensors upload_batch(const HostBatch& hb) override {
     BatchTensors b;
@@ -77,6 +79,7 @@ class CpuBackend final : public Backend {
 
  private:
   ThreadPool pool_;
+  cpu::WeightArena arena_;
 };
 
 }  // namespace

@@ -96,38 +96,36 @@ NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int
 // M == 1, bf16 weights, K % 32 == 0: the decode hot path. One 64-byte load carries 32 weights;
 // dword i holds weights 2i (low half) and 2i+1 (high half), so a shift and a mask give both as
 // f32 without widening converts. x is pre-split to match: xs[b*32 + i] = x[32b + 2i],
-// xs[b*32 + 16 + i] = x[32b + 2i + 1]. Four weight rows in flight for memory-level parallelism.
-template <int R>
-NV_TARGET_AVX512 inline void gemv1_rows(const float* xs, const uint16_t* const* rows, float* dst,
-                                        int64_t K, const uint16_t* prefetch) {
-  const __m512i hi_mask = _mm512_set1_epi32(int(0xFFFF0000u));
-  __m512 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < K; k += 32) {
-    // Prefetch the next row group (R rows = R * K contiguous weights) while this one computes:
-    // measured decode is latency-bound without it.
-    if (prefetch)
-      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(prefetch + r * K + k), _MM_HINT_T0);
-    __m512 xe = _mm512_loadu_ps(xs + k), xo = _mm512_loadu_ps(xs + k + 16);
-    for (int r = 0; r < R; ++r) {
-      __m512i v = _mm512_loadu_si512(rows[r] + k);
-      acc[r][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, hi_mask)), xo, acc[r][1]);
-    }
-  }
-  for (int r = 0; r < R; ++r) dst[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
-}
-
+// xs[b*32 + 16 + i] = x[32b + 2i + 1].
+// Rows are read one after another, so each thread reads one sequential stream: the hardware
+// prefetcher then runs at full bandwidth. (Interleaving 4 rows -- 4 streams -- plus software
+// prefetch measured 19-20 GB/s; one stream 26-30 GB/s on the same machine, docs/perf.md.)
 NV_TARGET_AVX512 void gemv1_bf16_512(const float* xs, const uint16_t* w, float* out, int64_t K,
                                      int64_t n0, int64_t n1) {
-  int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) {
-    const uint16_t* rows[4] = {w + n * K, w + (n + 1) * K, w + (n + 2) * K, w + (n + 3) * K};
-    gemv1_rows<4>(xs, rows, out + n, K, n + 8 <= n1 ? w + (n + 4) * K : nullptr);
-  }
-  for (; n < n1; ++n) {
-    const uint16_t* rows[1] = {w + n * K};
-    gemv1_rows<1>(xs, rows, out + n, K, nullptr);
+  const __m512i hi_mask = _mm512_set1_epi32(int(0xFFFF0000u));
+  const int64_t k64 = K / 64 * 64;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint16_t* row = w + n * K;
+    // Four independent accumulators hide the FMA latency (4 cycles) behind the loads.
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t k = 0;
+    for (; k < k64; k += 64) {
+      __m512i v0 = _mm512_loadu_si512(row + k), v1 = _mm512_loadu_si512(row + k + 32);
+      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), _mm512_loadu_ps(xs + k), a0);
+      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask)),
+                           _mm512_loadu_ps(xs + k + 16), a1);
+      a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)),
+                           _mm512_loadu_ps(xs + k + 32), a2);
+      a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hi_mask)),
+                           _mm512_loadu_ps(xs + k + 48), a3);
+    }
+    if (k < K) {  // one 32-wide block left (K % 64 == 32)
+      __m512i v0 = _mm512_loadu_si512(row + k);
+      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), _mm512_loadu_ps(xs + k), a0);
+      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask)),
+                           _mm512_loadu_ps(xs + k + 16), a1);
+    }
+    out[n] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
   }
 }
 

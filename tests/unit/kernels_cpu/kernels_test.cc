@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -262,22 +263,44 @@ TEST(Linear, OnednnBf16MatchesRoundedNaive) {
   EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
 }
 
-// The M == 1 bf16 decode kernel (K % 32 == 0, rows not a multiple of 4).
+// The M == 1 bf16 decode kernel (K % 32 == 0, with and without a 32-wide tail after the
+// 64-wide main loop; odd row counts).
 TEST(Linear, DecodeBf16FastPathMatchesNaive) {
-  const int K = 320, N = 103;
-  auto be = make_cpu_backend(2);
-  Tensor x = rand_tensor({1, K}, DType::F32);
-  Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
-  Tensor b = rand_tensor({N}, DType::F32);
-  Tensor out = Tensor::empty({1, N}, DType::F32);
-  poison(out);
-  be->linear(x, w, &b, out);
-  auto xf = to_f32_vector(x), wf = to_f32_vector(w), bf = to_f32_vector(b);
-  std::vector<double> ref(static_cast<size_t>(N));
-  for (int n = 0; n < N; ++n) {
-    double s = bf[size_t(n)];
-    for (int k = 0; k < K; ++k) s += double(xf[size_t(k)]) * wf[size_t(n * K + k)];
-    ref[size_t(n)] = s;
+  for (int K : {32, 320, 352}) {
+    const int N = 103;
+    auto be = make_cpu_backend(2);
+    Tensor x = rand_tensor({1, K}, DType::F32);
+    Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+    Tensor b = rand_tensor({N}, DType::F32);
+    Tensor out = Tensor::empty({1, N}, DType::F32);
+    poison(out);
+    be->linear(x, w, &b, out);
+    auto xf = to_f32_vector(x), wf = to_f32_vector(w), bf = to_f32_vector(b);
+    std::vector<double> ref(static_cast<size_t>(N));
+    for (int n = 0; n < N; ++n) {
+      double s = bf[size_t(n)];
+      for (int k = 0; k < K; ++k) s += double(xf[size_t(k)]) * wf[size_t(n * K + k)];
+      ref[size_t(n)] = s;
+    }
+    EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5) << "K = " << K;
   }
-  EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
+}
+
+// to_device copies large weights into the huge-page arena (same bytes, new address) and leaves
+// small tensors where they are.
+TEST(CpuBackend, ToDeviceCopiesLargeWeightsIntoArena) {
+  auto be = make_cpu_backend(2);
+  Tensor big = rand_tensor({300, 256}, DType::BF16);  // 150 KiB
+  Tensor small = rand_tensor({64}, DType::F32);
+  Tensor big_d = be->to_device(big), small_d = be->to_device(small);
+  EXPECT_NE(big_d.raw(), big.raw());
+  EXPECT_EQ(big_d.shape(), big.shape());
+  EXPECT_EQ(big_d.dtype(), DType::BF16);
+  EXPECT_EQ(std::memcmp(big_d.raw(), big.raw(), big.nbytes()), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big_d.raw()) % 64, 0u);
+  EXPECT_EQ(small_d.raw(), small.raw());
+  Tensor big2 = be->to_device(big);  // packed after the first in the same chunk
+  EXPECT_EQ(std::memcmp(big2.raw(), big.raw(), big.nbytes()), 0);
+  EXPECT_GE(static_cast<char*>(big2.raw()) - static_cast<char*>(big_d.raw()),
+            static_cast<ptrdiff_t>(big.nbytes()));
 }

@@ -1,0 +1,198 @@
+// Batch-1 decode against the memory-bandwidth limit, measured in the same run.
+//
+//   bench_decode_roofline --model DIR [--tokens 64] [--rounds 5] [--json]
+//
+// The limit: a decode token reads every weight once (tied models: the embedding once, as the
+// LM head), so tok/s <= read_bandwidth / weight_bytes_per_token. On a shared VM the bandwidth
+// moves by +-30% within seconds, so the limit is measured in lock-step with the decode: each
+// decode step (one token, timed around LLM::step()) is paired with a pure read pass over the
+// same number of bytes (a huge-page buffer summed with AVX-512 when present, all pool threads),
+// run right after it. ratio = read-pass time / step time; the report gives the median over
+// all pairs, plus medians of tok/s and read GB/s.
+// GCC 12 warns inside its own _mm512_reduce_add_ps.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/simd.h"
+#include "loader/safetensors.h"
+#include "models/model_config.h"
+#include "nanovllm/llm.h"
+#include "util/thread_pool.h"
+
+using namespace nanovllm;
+
+namespace {
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+NV_TARGET_AVX512 float sum512(const float* p, int64_t n) {
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+NV_TARGET_AVX2 float sum256(const float* p, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+  }
+  return cpu::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+}
+
+struct ReadProbe {
+  float* buf = nullptr;
+  int64_t n = 0;  // floats
+  ThreadPool pool{0};
+  std::vector<float> sink;
+  explicit ReadProbe(double bytes) {
+    n = int64_t(bytes / 4) / 4096 * 4096;
+    void* p = mmap(nullptr, size_t(n) * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    NV_CHECK(p != MAP_FAILED, "mmap of the ", n * 4, "-byte read buffer failed");
+    madvise(p, size_t(n) * 4, MADV_HUGEPAGE);
+    buf = static_cast<float*>(p);
+    pool.parallel_for(n, [&](int64_t a, int64_t b) { std::fill(buf + a, buf + b, 1.f); }, 1 << 16);
+    sink.assign(size_t(pool.size()), 0.f);
+  }
+  ~ReadProbe() { munmap(buf, size_t(n) * 4); }
+  double pass_seconds() {  // one pass over the buffer
+    const bool avx512 = cpu::active_isa() == cpu::Isa::Avx512;
+    double t0 = seconds_now();
+    pool.parallel_for(n, [&](int64_t a, int64_t b) {
+      float s = avx512 ? sum512(buf + a, b - a) : sum256(buf + a, b - a);
+      sink[size_t(a * pool.size() / n)] += s;
+    }, 1 << 16);
+    return seconds_now() - t0;
+  }
+};
+
+// Bytes of weights one decode token reads: every tensor, except an untied model's embedding
+// table (only one row of it is read).
+double weight_bytes_per_token(const std::string& dir) {
+  ModelConfig cfg = ModelConfig::from_dir(dir);
+  WeightStore ws = WeightStore::open_dir(dir);
+  double bytes = 0;
+  for (const auto& name : ws.names()) {
+    if (name == "lm_head.weight" && cfg.tie_word_embeddings) continue;  // HF ignores it
+    if (name == "model.embed_tokens.weight" && !cfg.tie_word_embeddings) continue;
+    bytes += double(ws.get(name).nbytes());
+  }
+  return bytes;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model;
+  int tokens = 64, rounds = 5;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "error: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--model") model = next();
+    else if (a == "--tokens") tokens = std::stoi(next());
+    else if (a == "--rounds") rounds = std::stoi(next());
+    else if (a == "--json") json = true;
+    else {
+      std::fprintf(stderr, "usage: bench_decode_roofline --model DIR [--tokens N] [--rounds R] [--json]\n");
+      return 2;
+    }
+  }
+  if (model.empty() || tokens < 2 || rounds < 1) {
+    std::fprintf(stderr, "error: --model DIR is required; --tokens >= 2; --rounds >= 1\n");
+    return 2;
+  }
+  try {
+    const double wbytes = weight_bytes_per_token(model);
+    Config cfg;
+    cfg.model = model;
+    cfg.device = "cpu";
+    cfg.max_model_len = 1024;
+    LLM llm(cfg);
+    ReadProbe probe(wbytes);
+    const double probe_bytes = double(probe.n) * 4;
+    SamplingParams sp;
+    sp.temperature = 0;
+    sp.max_tokens = tokens;
+    sp.ignore_eos = true;
+    llm.generate({Prompt(std::vector<int>{1, 2, 3, 4})}, {sp});  // warm-up
+    probe.pass_seconds();
+    std::vector<double> ratios, tps_all, bw_all;
+    nlohmann::json per_round = nlohmann::json::array();
+    for (int r = 0; r < rounds; ++r) {
+      llm.add_request(Prompt(std::vector<int>{1, 2, 3, 4}), sp);
+      llm.step();  // prefill (+ first token): not a decode step
+      std::vector<double> rr;
+      while (!llm.is_finished()) {
+        double t0 = seconds_now();
+        llm.step();
+        double step_s = seconds_now() - t0;
+        if (llm.last_step_stats().num_decode_tokens != 1) continue;
+        double read_s = probe.pass_seconds() * (wbytes / probe_bytes);  // same bytes as a token
+        rr.push_back(read_s / step_s);
+        ratios.push_back(read_s / step_s);
+        tps_all.push_back(1.0 / step_s);
+        bw_all.push_back(wbytes / read_s / 1e9);
+      }
+      per_round.push_back({{"decode_steps", rr.size()}, {"median_ratio", median(rr)}});
+      if (!json)
+        std::printf("round %d: %zu decode steps, median ratio %.0f%%\n", r, rr.size(), 100 * median(rr));
+    }
+    NV_CHECK(!ratios.empty(), "no decode steps were measured");
+    nlohmann::json out;
+    out["model"] = model;
+    out["weight_bytes_per_token"] = wbytes;
+    out["threads"] = probe.pool.size();
+    out["pairs"] = ratios.size();
+    out["rounds"] = per_round;
+    out["median_decode_tok_s"] = median(tps_all);
+    out["median_read_gb_s"] = median(bw_all);
+    out["median_decode_weight_gb_s"] = median(tps_all) * wbytes / 1e9;
+    out["median_ratio"] = median(ratios);
+    std::sort(ratios.begin(), ratios.end());
+    out["ratio_p10"] = ratios[ratios.size() / 10];
+    out["ratio_p90"] = ratios[ratios.size() * 9 / 10];
+    if (json) std::printf("%s\n", out.dump().c_str());
+    else
+      std::printf("median over %zu pairs: decode %.2f tok/s (%.1f GB/s of weights), read %.1f GB/s, "
+                  "ratio %.0f%% (p10 %.0f%%, p90 %.0f%%); %.3f GB/token\n",
+                  ratios.size(), median(tps_all), median(tps_all) * wbytes / 1e9, median(bw_all),
+                  100 * median(ratios), 100 * ratios[ratios.size() / 10],
+                  100 * ratios[ratios.size() * 9 / 10], wbytes / 1e9);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,64 @@
+#include "kernels/cpu/weight_arena.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace nanovllm::cpu {
+
+namespace {
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kChunkBytes = size_t(256) << 20;  // tensors are packed into 256 MiB chunks
+
+bool copy_enabled() {
+  const char* e = std::getenv("NANOVLLM_CPU_WEIGHT_COPY");
+  return !(e && std::strcmp(e, "0") == 0);
+}
+}  // namespace
+
+// One anonymous mapping, 2 MiB aligned, advised for transparent huge pages.
+struct WeightArena::Chunk {
+  void* map = nullptr;
+  size_t map_bytes = 0;
+  char* base = nullptr;
+  size_t bytes = 0;
+  ~Chunk() {
+    if (map) munmap(map, map_bytes);
+  }
+  static std::shared_ptr<Chunk> create(size_t bytes) {
+    bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    auto c = std::make_shared<Chunk>();
+    c->map_bytes = bytes + kHugePage;  // slack to align the base
+    void* p = mmap(nullptr, c->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    c->map = p;
+    uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
+    c->base = reinterpret_cast<char*>(a);
+    c->bytes = bytes;
+    madvise(c->base, bytes, MADV_HUGEPAGE);  // best effort: a kernel without THP still works
+    return c;
+  }
+};
+
+Tensor WeightArena::copy(const Tensor& host, ThreadPool& pool) {
+  const size_t n = host.nbytes();
+  if (n < kMinBytes || host.device() != Device::CPU || !copy_enabled()) return host;
+  const size_t need = (n + 63) / 64 * 64;
+  if (!chunk_ || used_ + need > chunk_->bytes) {
+    auto c = Chunk::create(std::max(need, kChunkBytes));
+    if (!c) return host;  // out of address space: keep the zero-copy mapping
+    chunk_ = c;
+    used_ = 0;
+  }
+  char* dst = chunk_->base + used_;
+  used_ += need;
+  const char* src = static_cast<const char*>(host.raw());
+  pool.parallel_for(int64_t(n), [&](int64_t a, int64_t b) {
+    std::memcpy(dst + a, src + a, size_t(b - a));
+  }, int64_t(1) << 20);
+  copied_ += n;
+  return Tensor::wrap(dst, host.shape(), host.dtype(), Device::CPU, chunk_);
+}
+
+}  // namespace nanovllm::cpu

@@ -1,0 +1,35 @@
+// Copies weights out of the mmap'd checkpoint into 2 MiB-page-backed anonymous memory.
+//
+// Why: batch-1 decode streams every weight byte once per token, so it runs at the memory's
+// read bandwidth only if the hardware prefetcher and TLB keep up. Page-cache pages are 4 KiB
+// (a TLB miss every 64 cache lines, and physically scattered); transparent huge pages are not.
+// Measured on the dev CPU (docs/perf.md): the same GEMV streams 23 GB/s from 4 KiB pages and
+// 26-30 GB/s from huge pages.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "util/tensor.h"
+#include "util/thread_pool.h"
+
+namespace nanovllm::cpu {
+
+class WeightArena {
+ public:
+  // Tensors smaller than this stay where they are (norm weights, biases: not worth a page).
+  static constexpr size_t kMinBytes = size_t(64) << 10;
+
+  // A copy of `host` in huge-page memory (same shape and dtype), or `host` itself when it is
+  // small, when huge pages are disabled (NANOVLLM_CPU_WEIGHT_COPY=0) or when mmap fails.
+  Tensor copy(const Tensor& host, ThreadPool& pool);
+  size_t bytes_copied() const { return copied_; }
+
+ private:
+  struct Chunk;
+  std::shared_ptr<Chunk> chunk_;  // the chunk being filled
+  size_t used_ = 0;               // bytes used in chunk_
+  size_t copied_ = 0;
+};
+
+}  // namespace nanovllm::cpu

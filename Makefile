@@ -29,9 +29,9 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 	$(MAKE) asan
 
-# Unit tests under AddressSanitizer + UBSan (CPU only).
+# Unit tests under AddressSanitizer + UBSan (CPU only; the std::thread pool, so both pools are tested).
 asan: deps
-	cmake -S . -B $(BUILD)-asan $(GEN) -DCMAKE_BUILD_TYPE=Debug -DNANOVLLM_SANITIZE=ON -DNANOVLLM_CUDA=OFF
+	cmake -S . -B $(BUILD)-asan $(GEN) -DCMAKE_BUILD_TYPE=Debug -DNANOVLLM_SANITIZE=ON -DNANOVLLM_CUDA=OFF -DNANOVLLM_OPENMP=OFF
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -L unit --timeout 1500
 

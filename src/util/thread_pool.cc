@@ -4,6 +4,10 @@
 #include <chrono>
 #include <cstdlib>
 
+#ifdef NANOVLLM_OMP_POOL
+#include <omp.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define NV_CPU_RELAX() _mm_pause()
@@ -54,7 +58,9 @@ ThreadPool::ThreadPool(int n, int spin_us) {
     spin_us = e ? std::max(0, std::atoi(e)) : 2000;
   }
   spin_ns_ = int64_t(spin_us) * 1000;
+#ifndef NANOVLLM_OMP_POOL
   for (int i = 1; i < n; ++i) threads_.emplace_back([this, i] { worker(i); });
+#endif
 }
 
 ThreadPool::~ThreadPool() {
@@ -70,7 +76,8 @@ void ThreadPool::worker(int tid) {
   uint64_t seen = 0;
   for (;;) {
     auto ready = [&] { return generation_.load() != seen || stop_.load(); };
-    if (!spin_until(ready, spin_ns_)) {
+    auto ready_or_parked = [&] { return ready() || park_.load(); };
+    if (!spin_until(ready_or_parked, spin_ns_) || !ready()) {
       std::unique_lock<std::mutex> lk(mu_);
       sleepers_.fetch_add(1);
       cv_.wait(lk, ready);
@@ -91,7 +98,17 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
+#ifdef NANOVLLM_OMP_POOL
+  // The team may be smaller than asked (nested call, OMP_THREAD_LIMIT): each member then takes
+  // every team-th tid, so fn still runs once per tid.
+#pragma omp parallel num_threads(num_threads_)
+  {
+    const int team = omp_get_num_threads();
+    for (int tid = omp_get_thread_num(); tid < num_threads_; tid += team) fn(tid);
+  }
+#else
   job_ = &fn;
+  park_.store(false);
   pending_.store(num_threads_ - 1);
   generation_.fetch_add(1);  // seq_cst: publishes job_ and pending_
   if (sleepers_.load() > 0) {
@@ -107,6 +124,7 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     caller_sleeping_.store(false);
   }
   job_ = nullptr;
+#endif
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,

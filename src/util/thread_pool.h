@@ -30,6 +30,9 @@ class ThreadPool {
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
   // fn(tid) once on each of size() threads.
   void run_on_all(const std::function<void(int)>& fn);
+  // Spinning workers go to sleep now (until the next job): call before handing the cores to a
+  // library with its own threads (oneDNN / OpenBLAS use OpenMP), so nobody spins against them.
+  void park() { park_.store(true); }
 
  private:
   void worker(int tid);
@@ -44,6 +47,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> park_{false};
   const std::function<void(int)>* job_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/simd.h"
 
 namespace nanovllm::cpu {
@@ -46,6 +47,7 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
   const float* vc = v_cache.data<float>();
   float* o = out.data<float>();
   constexpr int kTile = 16;
+  constexpr int kMinTileRows = 8;
 
   struct Item { int b, h, q0, q1; };
   std::vector<Item> items;
@@ -65,6 +67,14 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
       const int nq_total = cu[w.b + 1] - cu[w.b];
       const int first_pos = ctx[w.b] - nq_total;  // key position of query 0
       const int rows = (w.q1 - w.q0) * G;
+      // Many query rows (prefill): the lane-parallel AVX-512 tile kernel. Few rows (decode):
+      // the per-key loop below, which needs no query transpose.
+      if (rows >= kMinTileRows) {
+        AttentionTile t{q, row, kc, vc, kvw, bt + int64_t(w.b) * bt_stride, bs, o,
+                        int64_t(Hq) * D, D, G, w.h, int64_t(cu[w.b]), first_pos, w.q0, w.q1,
+                        p.scale};
+        if (attention_tile_avx512(t)) continue;
+      }
       std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
       std::fill(m.begin(), m.begin() + rows, -std::numeric_limits<float>::infinity());
       std::fill(l.begin(), l.begin() + rows, 0.f);

@@ -271,6 +271,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   }
 
   blas_threads(pool);
+  pool.park();  // OpenBLAS runs on its own threads
   if (wd == DType::F32) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.f, xp, int(K),
                 w.data<float>(), int(K), 0.f, op, int(N));

@@ -72,6 +72,7 @@ bool onednn_bf16_linear(const Tensor& x, const Tensor& w, Tensor& out, ThreadPoo
   dnnl::memory am({{M, K}, dt::bf16, tag::ab}, c.eng, xb.data());
   dnnl::memory bm({{K, N}, dt::bf16, tag::ba}, c.eng, w.raw());
   dnnl::memory om({{M, N}, dt::f32, tag::ab}, c.eng, out.raw());
+  pool.park();  // oneDNN runs on its own OpenMP threads
   plan->prim.execute(c.strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, om}});
   c.strm.wait();
   return true;

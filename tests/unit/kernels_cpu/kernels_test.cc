@@ -181,7 +181,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AttnCase{4, 4, 16, 16, {{0, 1}}},                        // single token
                       AttnCase{8, 2, 32, 16, {{0, 37}, {16, 19}, {5, 15}}},     // prefix-cached prefill, GQA
                       AttnCase{4, 1, 64, 256, {{0, 300}, {100, 1}}},             // bs 256, decode
-                      AttnCase{6, 3, 8, 32, {{40, 1}, {63, 1}, {64, 1}, {0, 2}}}  // decode at boundaries
+                      AttnCase{6, 3, 8, 32, {{40, 1}, {63, 1}, {64, 1}, {0, 2}}},  // decode at boundaries
+                      // Qwen3-0.6B heads: AVX-512 tile kernel (full and partial 16-row groups,
+                      // a 5-token chunk after a 300-token cached prefix)
+                      AttnCase{16, 8, 128, 256, {{0, 77}, {300, 5}, {3, 1}}},
+                      AttnCase{6, 3, 8, 32, {{0, 20}}}  // D % 16 != 0: tile kernel declines
                       ));
 
 TEST(Norm, AddRmsNormMatchesNaive) {

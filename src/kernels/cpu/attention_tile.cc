@@ -1,0 +1,162 @@
+// AVX-512 attention for a tile of query rows, flash-style (online softmax over key blocks).
+//
+// Layout trick: the tile's queries are transposed once into qt[D][16] (16 query rows = the 16
+// lanes of a zmm), so a score for one key over 16 rows is D FMAs of qt[d] with a broadcast of
+// k[d]; the online-softmax max/sum then run lane-wise across keys, with no horizontal
+// reductions in the inner loop. Scores are kept in log2 units (q pre-scaled by scale*log2(e))
+// so the exponential is one exp2.
+//
+// Per 16-row group and 16-key block: QK^T 16 x 16 x D FMAs (4 keys in flight for latency),
+// P = exp2(S - m) lane-wise, then acc[r][:] += sum_j P[j][r] * V[j][:] per row.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "kernels/cpu/attention_tile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/simd.h"
+
+namespace nanovllm::cpu {
+
+namespace {
+
+constexpr int kLanes = 16;  // query rows per zmm
+constexpr int kKeys = 16;   // keys per block
+
+// 2^x for x in [-inf, 0]-ish: x = n + f, f in [-0.5, 0.5], 2^f by a degree-7 polynomial
+// (relative error < 1e-7), scaled by 2^n with scalef. Inputs below -126 flush towards 0 (the
+// caller masks lanes that must be exactly 0).
+NV_TARGET_AVX512 inline __m512 exp2_512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-126.f));
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.5252733804e-5f);  // ln2^7 / 7!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393e-4f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108665e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650696e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718056e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
+NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
+  const int D = t.D, G = t.G;
+  const int rows = (t.q1 - t.q0) * G;
+  const float qscale = t.scale * 1.4426950408889634f;  // log2(e)
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  std::vector<float> qt(size_t(D) * kLanes), acc(size_t(kLanes) * D);
+  alignas(64) float pbuf[kKeys][kLanes];
+  alignas(64) float cbuf[kLanes];
+  alignas(64) int32_t posbuf[kLanes];
+
+  for (int r0 = 0; r0 < rows; r0 += kLanes) {
+    const int nr = std::min(kLanes, rows - r0);
+    // Transpose (and pre-scale) the group's query rows; padding lanes get zeros and position
+    // -1 (every key masked).
+    int max_pos = -1;
+    for (int i = 0; i < kLanes; ++i) {
+      if (i < nr) {
+        const int r = r0 + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
+        const float* src = t.q + (t.tok0 + qi) * t.q_stride + int64_t(hq) * D;
+        for (int d = 0; d < D; ++d) qt[size_t(d) * kLanes + i] = src[d] * qscale;
+        posbuf[i] = t.first_pos + qi;
+        max_pos = std::max(max_pos, posbuf[i]);
+      } else {
+        for (int d = 0; d < D; ++d) qt[size_t(d) * kLanes + i] = 0.f;
+        posbuf[i] = -1;
+      }
+    }
+    const __m512i pos = _mm512_load_si512(posbuf);
+    __m512 m = _mm512_set1_ps(neg_inf), l = _mm512_setzero_ps();
+    std::fill(acc.begin(), acc.end(), 0.f);
+
+    for (int j0 = 0; j0 <= max_pos; j0 += kKeys) {
+      const int nj = std::min(kKeys, max_pos + 1 - j0);
+      const float* kr[kKeys];
+      const float* vr[kKeys];
+      for (int j = 0; j < nj; ++j) {
+        const int key = j0 + j;
+        const int64_t slot = int64_t(t.block_table[key / t.block_size]) * t.block_size + key % t.block_size;
+        kr[j] = t.k_cache + slot * t.kv_stride + int64_t(t.h) * D;
+        vr[j] = t.v_cache + slot * t.kv_stride + int64_t(t.h) * D;
+      }
+      // S: 16 rows (lanes) x nj keys, 4 keys at a time (independent FMA chains).
+      __m512 s[kKeys];
+      for (int j = 0; j < nj; j += 4) {
+        const int nk = std::min(4, nj - j);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const float* k0 = kr[j];
+        const float* k1 = kr[j + (nk > 1 ? 1 : 0)];
+        const float* k2 = kr[j + (nk > 2 ? 2 : 0)];
+        const float* k3 = kr[j + (nk > 3 ? 3 : 0)];
+        for (int d = 0; d < D; ++d) {
+          const __m512 qd = _mm512_loadu_ps(qt.data() + size_t(d) * kLanes);
+          a0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k0[d]), a0);
+          a1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k1[d]), a1);
+          a2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k2[d]), a2);
+          a3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k3[d]), a3);
+        }
+        s[j] = a0;
+        if (nk > 1) s[j + 1] = a1;
+        if (nk > 2) s[j + 2] = a2;
+        if (nk > 3) s[j + 3] = a3;
+      }
+      // Causal mask per lane, block max, new running max.
+      __mmask16 valid[kKeys];
+      __m512 bm = _mm512_set1_ps(neg_inf);
+      for (int j = 0; j < nj; ++j) {
+        valid[j] = _mm512_cmp_epi32_mask(_mm512_set1_epi32(j0 + j), pos, _MM_CMPINT_LE);
+        bm = _mm512_mask_max_ps(bm, valid[j], bm, s[j]);
+      }
+      const __m512 m_new = _mm512_max_ps(m, bm);
+      const __mmask16 live = _mm512_cmp_ps_mask(m_new, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
+      // c = 2^(m - m_new): 0 where m was -inf (nothing accumulated yet), 1 on dead lanes.
+      const __mmask16 had = _mm512_cmp_ps_mask(m, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
+      __m512 c = _mm512_maskz_mov_ps(had & live, exp2_512(_mm512_sub_ps(m, m_new)));
+      __m512 psum = _mm512_setzero_ps();
+      for (int j = 0; j < nj; ++j) {
+        __m512 p = _mm512_maskz_mov_ps(valid[j] & live, exp2_512(_mm512_sub_ps(s[j], m_new)));
+        psum = _mm512_add_ps(psum, p);
+        _mm512_store_ps(pbuf[j], p);
+      }
+      l = _mm512_fmadd_ps(l, c, psum);
+      m = _mm512_mask_mov_ps(m, live, m_new);
+      _mm512_store_ps(cbuf, c);
+      // acc[i][:] = acc[i][:] * c[i] + sum_j p[j][i] * v[j][:]
+      for (int i = 0; i < nr; ++i) {
+        float* ar = acc.data() + size_t(i) * D;
+        const __m512 ci = _mm512_set1_ps(cbuf[i]);
+        for (int d = 0; d < D; d += 16) {
+          __m512 a = _mm512_mul_ps(_mm512_loadu_ps(ar + d), ci);
+          for (int j = 0; j < nj; ++j)
+            a = _mm512_fmadd_ps(_mm512_set1_ps(pbuf[j][i]), _mm512_loadu_ps(vr[j] + d), a);
+          _mm512_storeu_ps(ar + d, a);
+        }
+      }
+    }
+    alignas(64) float lbuf[kLanes];
+    _mm512_store_ps(lbuf, l);
+    for (int i = 0; i < nr; ++i) {
+      const int r = r0 + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
+      float* dst = t.out + (t.tok0 + qi) * t.out_stride + int64_t(hq) * D;
+      const __m512 inv = _mm512_set1_ps(1.f / lbuf[i]);
+      for (int d = 0; d < D; d += 16)
+        _mm512_storeu_ps(dst + d, _mm512_mul_ps(_mm512_loadu_ps(acc.data() + size_t(i) * D + d), inv));
+    }
+  }
+}
+
+}  // namespace
+
+bool attention_tile_avx512(const AttentionTile& t) {
+  if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
+  tile_avx512(t);
+  return true;
+}
+
+}  // namespace nanovllm::cpu

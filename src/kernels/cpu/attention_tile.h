@@ -1,0 +1,31 @@
+// The AVX-512 query-tile attention kernel (attention_tile.cc), used by paged_attention for work
+// items with many query rows (prefill). Internal to kernels/cpu.
+#pragma once
+#include <cstdint>
+
+namespace nanovllm::cpu {
+
+// One work item: `rows` query rows of one KV head against keys [0, max position] of one
+// sequence. Row r is query (q0 + r / G), head (h * G + r % G); its key position is
+// first_pos + q0 + r / G and it attends keys 0 .. that position (causal).
+struct AttentionTile {
+  const float* q;       // qkv base; query row of token t, head hq: q + t * q_stride + hq * D
+  int64_t q_stride;     // (Hq + 2 Hkv) * D
+  const float* k_cache; // [slots, Hkv, D]
+  const float* v_cache;
+  int64_t kv_stride;    // Hkv * D
+  const int32_t* block_table;  // this sequence's blocks
+  int block_size;
+  float* out;           // out row of token t, head hq: out + t * out_stride + hq * D
+  int64_t out_stride;   // Hq * D
+  int D, G, h;          // head_dim, q heads per KV head, KV head
+  int64_t tok0;         // token index of the sequence's query 0
+  int first_pos;        // key position of query 0
+  int q0, q1;           // the tile's queries [q0, q1)
+  float scale;          // softmax scale
+};
+
+// True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
+bool attention_tile_avx512(const AttentionTile& t);
+
+}  // namespace nanovllm::cpu

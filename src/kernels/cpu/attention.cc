@@ -67,13 +67,13 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
       const int nq_total = cu[w.b + 1] - cu[w.b];
       const int first_pos = ctx[w.b] - nq_total;  // key position of query 0
       const int rows = (w.q1 - w.q0) * G;
-      // Many query rows (prefill): the lane-parallel AVX-512 tile kernel. Few rows (decode):
-      // the per-key loop below, which needs no query transpose.
-      if (rows >= kMinTileRows) {
+      // AVX-512: many query rows (prefill) take the lane-parallel tile kernel, few rows (decode)
+      // the two-pass kernel. Other ISAs, or D % 16 != 0: the per-key loop below.
+      {
         AttentionTile t{q, row, kc, vc, kvw, bt + int64_t(w.b) * bt_stride, bs, o,
                         int64_t(Hq) * D, D, G, w.h, int64_t(cu[w.b]), first_pos, w.q0, w.q1,
                         p.scale};
-        if (attention_tile_avx512(t)) continue;
+        if (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)) continue;
       }
       std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
       std::fill(m.begin(), m.begin() + rows, -std::numeric_limits<float>::infinity());

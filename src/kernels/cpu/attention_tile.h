@@ -1,5 +1,6 @@
-// The AVX-512 query-tile attention kernel (attention_tile.cc), used by paged_attention for work
-// items with many query rows (prefill). Internal to kernels/cpu.
+// The AVX-512 attention kernels (attention_tile.cc) behind paged_attention: a query-tile kernel
+// for items with many query rows (prefill) and a two-pass kernel for few rows (decode).
+// Internal to kernels/cpu.
 #pragma once
 #include <cstdint>
 
@@ -26,6 +27,9 @@ struct AttentionTile {
 };
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
+// tile: many rows (prefill), queries transposed into vector lanes.
 bool attention_tile_avx512(const AttentionTile& t);
+// rows: few rows (decode), two passes over the keys with a vectorized softmax.
+bool attention_rows_avx512(const AttentionTile& t);
 
 }  // namespace nanovllm::cpu

@@ -185,7 +185,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // Qwen3-0.6B heads: AVX-512 tile kernel (full and partial 16-row groups,
                       // a 5-token chunk after a 300-token cached prefix)
                       AttnCase{16, 8, 128, 256, {{0, 77}, {300, 5}, {3, 1}}},
-                      AttnCase{6, 3, 8, 32, {{0, 20}}}  // D % 16 != 0: tile kernel declines
+                      AttnCase{6, 3, 8, 32, {{0, 20}}},  // D % 16 != 0: tile kernel declines
+                      // few-row (decode) kernel: 3 queries x G = 2 (6 rows, per-row causal
+                      // limits), G = 4 decode across a block boundary, a 1-token prompt
+                      AttnCase{4, 2, 32, 16, {{20, 3}, {0, 1}}},
+                      AttnCase{8, 2, 48, 16, {{33, 1}, {15, 1}}}
                       ));
 
 TEST(Norm, AddRmsNormMatchesNaive) {

@@ -21,8 +21,10 @@ namespace {
 
 constexpr int kGemvMaxRows = 8;     // rows of x per streaming-kernel call (accumulators)
 constexpr int kStreamMaxRows = 64;  // above this, BLAS (compute-bound; panels amortize)
-constexpr int64_t kRowBlock = 32;
-constexpr int kOnednnMinRows = 128;  // bf16 prefill through oneDNN from this many rows   // weight rows per tile: 32 x K bf16 stays in L2
+constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in L2
+// BF16 weights go to oneDNN from this many rows: 1.5-2x the exact f32 streaming kernel from
+// M = 16 (docs/perf.md; make run +24%); below, decode batches stay exact.
+constexpr int kOnednnMinRows = 16;
 std::atomic<int> g_path{0};
 
 // ---------------------------------------------------------------------------------------
@@ -214,6 +216,7 @@ void blas_threads(ThreadPool& pool) {
 }  // namespace
 
 int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
+int onednn_min_rows() { return kOnednnMinRows; }
 void set_linear_path(int path) { g_path = path; }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool) {

@@ -1,8 +1,9 @@
 // CPU linear layer: out[M, N] = x[M, K] @ w[N, K]^T (+ bias), x and out F32, w F32/BF16/F16.
-// M <= 64 (decode batches): a hand-written streaming kernel that reads each weight once from
-// DRAM, converting bf16 in registers, in L2-sized tiles of 32 rows reused by every 8-row chunk
-// of x (AVX-512 / AVX2 / scalar picked at run time). Larger M (prefill): OpenBLAS sgemm, with
-// bf16/f16 weights converted to f32 in row panels first.
+// - BF16 weights, M >= onednn_min_rows(): oneDNN bf16 matmul (activations rounded to bf16).
+// - M == 1, BF16, K % 32 == 0, AVX-512: the decode GEMV (one sequential stream per thread).
+// - Other small M: a streaming kernel that reads each weight once, converting in registers, in
+//   L2-sized tiles of 32 rows reused by every 8-row chunk of x (AVX-512 / AVX2 / scalar).
+// - F32 weights above gemv_max_rows(): OpenBLAS sgemm (F16: converted panels, then sgemm).
 #pragma once
 #include "util/tensor.h"
 #include "util/thread_pool.h"
@@ -11,8 +12,10 @@ namespace nanovllm::cpu {
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool);
 
-// Largest M handled by the streaming kernel (above it: BLAS). Exposed for tests/benchmarks.
+// Largest M handled by the streaming kernel for F32 weights (above it: BLAS).
 int gemv_max_rows();
+// Smallest M that BF16 weights send to oneDNN (when it supports the shape). For tests.
+int onednn_min_rows();
 // Forces a path for tests/benchmarks: 0 = auto, 1 = streaming kernel, 2 = BLAS,
 // 3 = oneDNN bf16 (BF16 weights; falls back to streaming when unavailable).
 void set_linear_path(int path);

@@ -55,6 +55,8 @@ std::shared_ptr<Plan> plan_for(int64_t N, int64_t K) {
 
 }  // namespace
 
+bool onednn_bf16_supported(int64_t N, int64_t K) { return plan_for(N, K)->ok; }
+
 bool onednn_bf16_linear(const Tensor& x, const Tensor& w, Tensor& out, ThreadPool& pool) {
   if (w.dtype() != DType::BF16) return false;
   const int64_t N = w.size(0), K = w.size(1), M = x.numel() / K;
@@ -79,6 +81,7 @@ bool onednn_bf16_linear(const Tensor& x, const Tensor& w, Tensor& out, ThreadPoo
 }
 
 #else
+bool onednn_bf16_supported(int64_t, int64_t) { return false; }
 bool onednn_bf16_linear(const Tensor&, const Tensor&, Tensor&, ThreadPool&) { return false; }
 #endif
 

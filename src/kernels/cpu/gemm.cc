@@ -46,13 +46,16 @@ NV_TARGET_AVX512 inline __m512 wload512_masked(const WT* p, __mmask16 m) {
   }
 }
 
+constexpr int kTwoRowMinM = 4;
 template <int M, class WT>
 NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int64_t K, int64_t N,
                                     int64_t n0, int64_t n1) {
   const int64_t kv = K / 16 * 16;
   const __mmask16 tail = __mmask16((1u << (K - kv)) - 1);
   int64_t n = n0;
-  for (; n + 2 <= n1; n += 2) {
+  // Two rows at a time only where compute, not memory, bounds the kernel (M > 4): for small M
+  // one row after another keeps one sequential stream per thread (see gemv1_bf16_512).
+  for (; M > kTwoRowMinM && n + 2 <= n1; n += 2) {
     const WT* w0 = w + n * K;
     const WT* w1 = w0 + K;
     __m512 a0[M], a1[M];

@@ -10,9 +10,6 @@
 // run right after it. ratio = read-pass time / step time; the report gives the median over
 // all pairs, plus medians of tok/s and read GB/s, and the fastest step against the fastest
 // read pass of the run (peak against peak).
-// GCC 12 warns inside its own _mm512_reduce_add_ps.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #include <sys/mman.h>
 
@@ -26,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/simd.h"
+#include "read_pass.h"
 #include "loader/safetensors.h"
 #include "models/model_config.h"
 #include "nanovllm/llm.h"
@@ -37,27 +35,6 @@ namespace {
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-NV_TARGET_AVX512 float sum512(const float* p, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 64 <= n; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-NV_TARGET_AVX2 float sum256(const float* p, int64_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  return cpu::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 struct ReadProbe {
@@ -76,10 +53,9 @@ struct ReadProbe {
   }
   ~ReadProbe() { munmap(buf, size_t(n) * 4); }
   double pass_seconds() {  // one pass over the buffer
-    const bool avx512 = cpu::active_isa() == cpu::Isa::Avx512;
     double t0 = seconds_now();
     pool.parallel_for(n, [&](int64_t a, int64_t b) {
-      float s = avx512 ? sum512(buf + a, b - a) : sum256(buf + a, b - a);
+      float s = bench::read_sum(buf + a, b - a);
       sink[size_t(a * pool.size() / n)] += s;
     }, 1 << 16);
     return seconds_now() - t0;

@@ -5,9 +5,6 @@
 //  3. nanovllm's linear on Qwen3-0.6B shapes: decode (M = 1, bf16 weights) as GB/s of weights,
 //     prefill (M = 512) as GFLOP/s.
 // Usage: bench_hw_limits [--json]. Prints one JSON object with --json.
-// GCC 12 warns inside its own _mm512_reduce_add_ps.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <cblas.h>
 #include <sys/mman.h>
 
@@ -26,6 +23,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
+#include "read_pass.h"
 #include "util/cpu_features.h"
 #include "util/tensor.h"
 #include "util/thread_pool.h"
@@ -42,28 +40,6 @@ double best_seconds(int reps, F&& f) {
     best = std::min(best, std::chrono::duration<double>(clk::now() - t0).count());
   }
   return best;
-}
-
-NV_TARGET_AVX512 static float sum_avx512(const float* p, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 64 <= n; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-    a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
-NV_TARGET_AVX2 static float sum_avx2(const float* p, int64_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-  }
-  return cpu::hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 }
 
 int main(int argc, char** argv) {
@@ -84,10 +60,9 @@ int main(int argc, char** argv) {
   float* buf = static_cast<float*>(map);
   pool.parallel_for(n, [&](int64_t a, int64_t b) { std::fill(buf + a, buf + b, 1.f); }, 1 << 16);
   std::vector<float> sink(size_t(pool.size()));
-  const bool avx512 = cpu::active_isa() == cpu::Isa::Avx512;
   double t = best_seconds(5, [&] {
     pool.parallel_for(n, [&](int64_t a, int64_t b) {
-      sink[size_t(a * pool.size() / n)] += avx512 ? sum_avx512(buf + a, b - a) : sum_avx2(buf + a, b - a);
+      sink[size_t(a * pool.size() / n)] += bench::read_sum(buf + a, b - a);
     }, 1 << 16);
   });
   out["read_bandwidth_gb_s"] = double(n) * 4 / t / 1e9;

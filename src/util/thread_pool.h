@@ -1,10 +1,14 @@
 // A fixed pool of worker threads for CPU kernels. parallel_for splits [0, n) into contiguous
 // chunks, one per worker plus the caller; it is not re-entrant (kernels never nest it).
 //
-// Hand-offs spin before they sleep: a decode step issues ~200 parallel_for calls of 50-500 us
-// each, and a futex wake-up costs tens of microseconds on a VM. Workers spin on the job
-// generation for up to NANOVLLM_SPIN_US microseconds (default 2000) after their last job, then
-// block on a condition variable, so an idle pool costs no CPU.
+// Two implementations behind one interface (CMake option NANOVLLM_OPENMP):
+// - OpenMP (default): run_on_all is an OpenMP parallel region, so these ops and oneDNN's GEMMs
+//   (Debian's oneDNN uses libgomp) share one set of threads instead of two spinning pools.
+// - std::thread: hand-offs spin before they sleep. A decode step issues ~100-200 parallel_for
+//   calls of 50-500 us, and a futex wake-up costs tens of microseconds on a VM, so workers spin
+//   on the job generation for up to NANOVLLM_SPIN_US microseconds (default 2000) after their
+//   last job, then block on a condition variable (an idle pool costs no CPU). park() sends them
+//   to sleep at once before a library with its own threads runs.
 #pragma once
 #include <atomic>
 #include <condition_variable>

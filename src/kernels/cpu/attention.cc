@@ -59,6 +59,12 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
       for (int q0 = 0; q0 < nq; q0 += kTile) items.push_back({b, h, q0, std::min(nq, q0 + kTile)});
   }
 
+  // Chunks of at least ~64K multiply-adds (score + value FMAs), so short contexts of tiny models
+  // run on the caller (thread_pool.h: grain_for_work).
+  int64_t total_work = 0;
+  for (const Item& w : items)
+    total_work += int64_t(w.q1 - w.q0) * G * (ctx[w.b] - (cu[w.b + 1] - cu[w.b]) + w.q1) * D;
+  const int64_t per_item = items.empty() ? 1 : total_work / int64_t(items.size());
   pool.parallel_for(int64_t(items.size()), [&](int64_t a, int64_t e) {
     // Per query row r (tile rows x G heads): running max m, sum l, accumulator acc[D].
     std::vector<float> acc(size_t(kTile * G * D)), m(size_t(kTile * G)), l(size_t(kTile * G));
@@ -115,7 +121,7 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
         }
       }
     }
-  });
+  }, grain_for_work(per_item, int64_t(1) << 16));
 }
 
 }  // namespace nanovllm::cpu

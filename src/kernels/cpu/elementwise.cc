@@ -9,6 +9,9 @@
 namespace nanovllm::cpu {
 
 namespace {
+// Elements per parallel chunk (at least): smaller ops run on the caller (thread_pool.h).
+constexpr int64_t kMinChunkElems = 16384;
+
 // Norm weights are tiny ([H] or [D]); converting them per call keeps kernels dtype-agnostic.
 std::vector<float> weights_f32(const Tensor& w) { return to_f32_vector(w); }
 
@@ -45,7 +48,7 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out, ThreadPo
   float* op = out.data<float>();
   pool.parallel_for(T, [&](int64_t a, int64_t b) {
     for (int64_t t = a; t < b; ++t) rms_row(xp + t * H, wf.data(), eps, op + t * H, H);
-  }, 4);
+  }, grain_for_work(H, kMinChunkElems));
 }
 
 void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps, ThreadPool& pool) {
@@ -60,7 +63,7 @@ void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps, Threa
       for (int64_t i = 0; i < H; ++i) r[i] += xr[i];
       rms_row(r, wf.data(), eps, xr, H);
     }
-  }, 4);
+  }, grain_for_work(H, kMinChunkElems));
 }
 
 void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
@@ -78,7 +81,7 @@ void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
         orow[i] = v / (1.f + std::exp(-v)) * ur[i];
       }
     }
-  }, 4);
+  }, grain_for_work(I, kMinChunkElems));
 }
 
 void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, const Tensor* k_norm,
@@ -113,7 +116,7 @@ void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, co
         std::memcpy(v, tmp.data(), size_t(D) * 4);
       }
     }
-  }, 1);
+  }, grain_for_work(row, kMinChunkElems));
 }
 
 void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) {

@@ -25,6 +25,9 @@ constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in
 // BF16 weights go to oneDNN from this many rows: 1.5-2x the exact f32 streaming kernel from
 // M = 16 (docs/perf.md; make run +24%); below, decode batches stay exact.
 constexpr int kOnednnMinRows = 16;
+// A parallel chunk holds at least this many multiply-adds (~5-10 us of streaming): tiny models
+// (stories260K: K = 64) then run their linears on one thread instead of paying hand-offs.
+constexpr int64_t kMinChunkMacs = int64_t(1) << 17;
 std::atomic<int> g_path{0};
 
 // ---------------------------------------------------------------------------------------
@@ -210,9 +213,10 @@ void add_bias(const Tensor* bias, float* out, int64_t M, int64_t N) {
 
 void blas_threads(ThreadPool& pool) {
   static std::atomic<int> set{-1};
-  if (set.load() != pool.size()) {
-    openblas_set_num_threads(pool.size());
-    set = pool.size();
+  const int n = pool.active_threads();
+  if (set.load() != n) {
+    openblas_set_num_threads(n);
+    set = n;
   }
 }
 
@@ -253,7 +257,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     split_even_odd(xp, xs.data(), K);
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
       gemv1_bf16_512(xs.data(), w.data<uint16_t>(), op, K, n0, n1);
-    }, kRowBlock);
+    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
     add_bias(bias, op, M, N);
     return;
   }
@@ -271,7 +275,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
             gemv_dispatch<uint16_t>(xp + m0 * K, w.data<uint16_t>(), op + m0 * N, mm, K, N, nb, ne);
         }
       }
-    }, kRowBlock);
+    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
     add_bias(bias, op, M, N);
     return;
   }

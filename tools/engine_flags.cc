@@ -27,6 +27,13 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
   app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
   app.add_option("--threads", c.num_threads, "CPU threads (0: all cores)");
+  app.add_option("--quantization", c.quantization,
+                 "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
+                 "int4-g32-zp, int4-g64-zp)")
+      ->capture_default_str();
+  app.add_option("--lm-head-quantization", c.lm_head_quantization,
+                 "LM head: auto (follows --quantization) | none | a --quantization value")
+      ->capture_default_str();
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& f) {

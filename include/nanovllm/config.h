@@ -21,6 +21,11 @@ struct Config {
   std::string policy = "prefill-first";  // prefill-first | mixed
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads; 0: all cores
+  // Weights quantized at load (CPU): none | int8 | int4 (| int4-g32 | int4-g64 | int4-g32-zp |
+  // int4-g64-zp); see src/kernels/quantized.h.
+  std::string quantization = "none";
+  // The LM head: auto (docs/perf.md: measured choice per scheme) | none | any scheme above.
+  std::string lm_head_quantization = "auto";
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
 
   // Throws nanovllm::Error naming the field for invalid values.

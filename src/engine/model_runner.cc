@@ -21,6 +21,15 @@ int64_t mem_available_bytes() {
 }
 }  // namespace
 
+ModelLoadOptions ModelRunner::load_options(const Config& c) {
+  ModelLoadOptions o;
+  o.linear_quant = parse_quant_scheme(c.quantization);
+  // auto: the LM head follows the layers (docs/perf.md measures the alternatives).
+  o.lm_head_quant = c.lm_head_quantization == "auto" ? o.linear_quant
+                                                     : parse_quant_scheme(c.lm_head_quantization);
+  return o;
+}
+
 int64_t ModelRunner::cpu_kv_budget(const Config& c) {
   if (c.cpu_kvcache_bytes > 0) return c.cpu_kvcache_bytes;
   return int64_t(double(mem_available_bytes()) * c.cpu_kvcache_fraction);
@@ -33,7 +42,8 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
            "tensor_parallel_size ", config.tensor_parallel_size,
            " needs the CUDA backend with NCCL; the CPU backend runs one rank");
   WeightStore ws = WeightStore::open_dir(config.model);
-  model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len);
+  model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len, TpInfo{},
+                                          load_options(config));
 
   const int bs = config.kvcache_block_size;
   int num_blocks = config.num_kvcache_blocks;

@@ -24,6 +24,8 @@ class ModelRunner {
   // Forward for a prepared batch; logits [S, V] F32 on the host.
   Tensor run(const HostBatch& batch);
 
+  // Quantization of the weights at load, from the config's strings.
+  static ModelLoadOptions load_options(const Config& config);
   // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).
   static int64_t cpu_kv_budget(const Config& config);
 

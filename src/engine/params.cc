@@ -1,6 +1,7 @@
 // Validation of the public configuration structs (declared in include/nanovllm/*.h).
 #include <cmath>
 
+#include "kernels/quantized.h"
 #include "nanovllm/config.h"
 #include "nanovllm/sampling_params.h"
 #include "util/check.h"
@@ -36,6 +37,8 @@ void Config::validate() const {
     NV_THROW("device must be auto, cpu or cuda, got '", device, "'");
   if (!(gpu_memory_utilization > 0.f && gpu_memory_utilization <= 1.f))
     NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
+  parse_quant_scheme(quantization);  // throws naming the value and the choices
+  if (lm_head_quantization != "auto") parse_quant_scheme(lm_head_quantization);
   if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
     NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/quantized.h"
 #include "util/tensor.h"
 
 namespace nanovllm {
@@ -58,6 +59,13 @@ class Backend {
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
   // Copies a host tensor to the device (CPU backend: returns it unchanged, no copy).
   virtual Tensor to_device(const Tensor& host) = 0;
+  // A linear layer's weight [N, K] from a host tensor: to_device(host) as it is, or quantized at
+  // load with `scheme` (CPU backend; the others reject a scheme with a clear error).
+  virtual LinearWeight prepare_linear(const Tensor& host, const QuantScheme& scheme) {
+    NV_CHECK(!scheme.enabled(), "--quantization ", scheme.str(), " is not supported on the ",
+             name(), " backend (only on the CPU)");
+    return LinearWeight{to_device(host), nullptr};
+  }
   // Copies a device tensor into a new host tensor.
   virtual Tensor to_host(const Tensor& t) = 0;
   // Makes BatchTensors from a HostBatch (CPU: wraps the host vectors, which must outlive it).
@@ -79,6 +87,17 @@ class Backend {
   virtual void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
   // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]). out may be F32 or act dtype.
   virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  // The same with a quantized weight (kernels/quantized.h); backends without quantized kernels
+  // throw (prepare_linear refuses to make such weights for them first).
+  virtual void linear_quantized(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
+                                Tensor& out) {
+    NV_THROW("quantized linear layers are not supported on the ", name(), " backend");
+  }
+  // A linear layer's weight, dense or quantized: what models call.
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor* bias, Tensor& out) {
+    if (w.quantized()) linear_quantized(x, *w.quant, bias, out);
+    else linear(x, w.dense, bias, out);
+  }
   // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I].
   virtual void silu_and_mul(const Tensor& gate_up, Tensor& out) = 0;
   // In place on qkv [T, (Hq + 2 Hkv) * D]: optional per-head RMSNorm of q and k (Qwen3; weights

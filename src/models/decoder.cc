@@ -33,8 +33,14 @@ Tensor DecoderModel::upload(const Tensor& host) {
   return be_.to_device(host);
 }
 
+LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& q) {
+  LinearWeight w = be_.prepare_linear(host, q);
+  weight_bytes_ += w.nbytes();
+  return w;
+}
+
 DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
-                           int max_positions, TpInfo tp)
+                           int max_positions, TpInfo tp, const ModelLoadOptions& opt)
     : cfg_(c), be_(be), tp_(tp) {
   NV_CHECK(c.num_attention_heads % tp.world == 0 && c.num_key_value_heads % tp.world == 0,
            "attention heads (", c.num_attention_heads, "/", c.num_key_value_heads,
@@ -48,14 +54,13 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   Tensor emb = ws.get("model.embed_tokens.weight", {V, H});
   if (tp.world > 1) emb = shard_dim(emb, 0, tp.rank, tp.world);
   embed_ = upload(emb);
-  if (c.tie_word_embeddings && !ws.has("lm_head.weight")) {
-    lm_head_ = embed_;
-  } else if (c.tie_word_embeddings) {
-    lm_head_ = embed_;  // tied: HF ignores a stored lm_head when tying
+  if (c.tie_word_embeddings) {  // HF ignores a stored lm_head when tying
+    lm_head_ = opt.lm_head_quant.enabled() ? upload_linear(emb, opt.lm_head_quant)
+                                           : LinearWeight{embed_, nullptr};
   } else {
     Tensor lm = ws.get("lm_head.weight", {V, H});
     if (tp.world > 1) lm = shard_dim(lm, 0, tp.rank, tp.world);
-    lm_head_ = upload(lm);
+    lm_head_ = upload_linear(lm, opt.lm_head_quant);
   }
   final_norm_ = upload(load_replicated(ws, "model.norm.weight", {H}));
   cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
@@ -63,24 +68,27 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     Layer L;
-    L.qkv_w = upload(load_column_parallel(
+    L.qkv_w = upload_linear(load_column_parallel(
         ws, {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
-        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, tp));
+        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, tp), opt.linear_quant);
     if (c.attention_bias) {
       L.qkv_b = upload(load_column_parallel(
           ws, {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
           {{Hq * D}, {Hkv * D}, {Hkv * D}}, tp));
     }
-    L.o_w = upload(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp));
+    L.o_w = upload_linear(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp),
+                          opt.linear_quant);
     if (c.qk_norm) {
       L.q_norm = upload(load_replicated(ws, p + "self_attn.q_norm.weight", {D}));
       L.k_norm = upload(load_replicated(ws, p + "self_attn.k_norm.weight", {D}));
     }
     L.in_norm = upload(load_replicated(ws, p + "input_layernorm.weight", {H}));
     L.post_norm = upload(load_replicated(ws, p + "post_attention_layernorm.weight", {H}));
-    L.gate_up_w = upload(load_column_parallel(
-        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}}, tp));
-    L.down_w = upload(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp));
+    L.gate_up_w = upload_linear(load_column_parallel(
+        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}}, tp),
+        opt.linear_quant);
+    L.down_w = upload_linear(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp),
+                             opt.linear_quant);
     layers_.push_back(std::move(L));
   }
 }

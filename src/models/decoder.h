@@ -26,10 +26,16 @@ struct KVCache {
                           int tp_world = 1);
 };
 
+// Load-time choices that config.json does not make.
+struct ModelLoadOptions {
+  QuantScheme linear_quant;   // q/k/v/o, gate/up and down projections
+  QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense)
+};
+
 class DecoderModel {
  public:
   DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
-               int max_positions, TpInfo tp = {});
+               int max_positions, TpInfo tp = {}, const ModelLoadOptions& options = {});
   // logits [S, V] F32 on the backend's device, S = batch.logits_indices rows.
   Tensor forward(const BatchTensors& batch, KVCache& cache);
   const ModelConfig& config() const { return cfg_; }
@@ -39,16 +45,19 @@ class DecoderModel {
 
  private:
   struct Layer {
-    Tensor qkv_w, qkv_b, o_w, o_b, q_norm, k_norm, in_norm, post_norm, gate_up_w, down_w;
+    LinearWeight qkv_w, o_w, gate_up_w, down_w;
+    Tensor qkv_b, o_b, q_norm, k_norm, in_norm, post_norm;
   };
   Tensor upload(const Tensor& host);
+  LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
 
   ModelConfig cfg_;
   Backend& be_;
   TpInfo tp_;
   int hq_ = 0, hkv_ = 0;
   std::vector<Layer> layers_;
-  Tensor embed_, lm_head_, final_norm_, cos_sin_;
+  Tensor embed_, final_norm_, cos_sin_;
+  LinearWeight lm_head_;
   size_t weight_bytes_ = 0;
 };
 

@@ -6,6 +6,8 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/weight_arena.h"
 
 namespace nanovllm {
@@ -26,6 +28,12 @@ class CpuBackend final : public Backend {
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }
+  LinearWeight prepare_linear(const Tensor& host, const QuantScheme& scheme) override {
+    if (!scheme.enabled()) return LinearWeight{to_device(host), nullptr};
+    auto alloc = [this](int64_t rows, int64_t cols) { return arena_.alloc({rows, cols}, DType::U8); };
+    return LinearWeight{Tensor(), std::make_shared<QuantizedWeight>(
+                                      cpu::quantize_weight(host, scheme, pool_, alloc))};
+  }
   BatchTensors upload_batch(const HostBatch& hb) override {
     BatchTensors b;
     b.input_ids = wrap_i32(hb.input_ids, {hb.num_tokens});
@@ -55,6 +63,10 @@ class CpuBackend final : public Backend {
   }
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
     cpu::linear(x, w, bias, out, pool_);
+  }
+  void linear_quantized(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
+                        Tensor& out) override {
+    cpu::quantized_linear(x, w, bias, out, pool_);
   }
   void silu_and_mul(const Tensor& gate_up, Tensor& out) override {
     cpu::silu_and_mul(gate_up, out, pool_);

@@ -204,13 +204,6 @@ void gemv_dispatch(const float* x, const WT* w, float* out, int64_t M, int64_t K
   gemv_rows_scalar<WT>(x, w, out, M, K, N, n0, n1);
 }
 
-void add_bias(const Tensor* bias, float* out, int64_t M, int64_t N) {
-  if (!bias) return;
-  std::vector<float> b = to_f32_vector(*bias);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) out[m * N + n] += b[size_t(n)];
-}
-
 void blas_threads(ThreadPool& pool) {
   static std::atomic<int> set{-1};
   const int n = pool.active_threads();
@@ -221,6 +214,13 @@ void blas_threads(ThreadPool& pool) {
 }
 
 }  // namespace
+
+void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N) {
+  if (!bias) return;
+  std::vector<float> b = to_f32_vector(*bias);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) out[m * N + n] += b[size_t(n)];
+}
 
 int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
 int onednn_min_rows() { return kOnednnMinRows; }
@@ -245,7 +245,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX).
   if (wd == DType::BF16 && (path == 3 || (path == 0 && M >= kOnednnMinRows))) {
     if (onednn_bf16_linear(x, w, out, pool)) {
-      add_bias(bias, op, M, N);
+      add_bias_rows(bias, op, M, N);
       return;
     }
   }
@@ -258,7 +258,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
       gemv1_bf16_512(xs.data(), w.data<uint16_t>(), op, K, n0, n1);
     }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
-    add_bias(bias, op, M, N);
+    add_bias_rows(bias, op, M, N);
     return;
   }
   if (stream && wd != DType::F16) {
@@ -276,7 +276,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
         }
       }
     }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
-    add_bias(bias, op, M, N);
+    add_bias_rows(bias, op, M, N);
     return;
   }
 
@@ -299,7 +299,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
                   int(K), buf.data(), int(K), 0.f, op + n0, int(N));
     }
   }
-  add_bias(bias, op, M, N);
+  add_bias_rows(bias, op, M, N);
 }
 
 }  // namespace nanovllm::cpu

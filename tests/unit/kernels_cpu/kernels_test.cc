@@ -10,36 +10,14 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "util/cpu_features.h"
+#include "kernel_test_util.h"
 
 using namespace nanovllm;
 
-namespace {
-
-std::mt19937 rng(12345);
-
-Tensor rand_tensor(const Shape& s, DType dt, float scale = 1.f) {
-  Tensor t = Tensor::empty(s, dt);
-  std::normal_distribution<float> nd(0.f, scale);
-  std::vector<float> v(size_t(t.numel()));
-  for (auto& x : v) x = nd(rng);
-  convert_f32_to(v.data(), t.raw(), dt, t.numel());
-  return t;
-}
-void poison(Tensor& t) {
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::numeric_limits<float>::quiet_NaN();
-}
-double max_rel_err(const std::vector<double>& ref, const float* got) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(got[i])) return INFINITY;
-    num = std::max(num, std::abs(ref[i] - got[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return num / den;
-}
-
-}  // namespace
+using test::max_rel_err;
+using test::poison;
+using test::rand_tensor;
+using test::rng;
 
 class LinearTest : public ::testing::TestWithParam<std::tuple<int, DType, int>> {};
 
@@ -96,7 +74,7 @@ TEST_P(PagedAttentionTest, MatchesNaive) {
   for (auto [cached, n] : c.seqs) total_blocks += (cached + n + c.bs - 1) / c.bs;
   std::vector<int> phys(static_cast<size_t>(total_blocks));
   for (int i = 0; i < total_blocks; ++i) phys[size_t(i)] = i;
-  std::shuffle(phys.begin(), phys.end(), rng);
+  std::shuffle(phys.begin(), phys.end(), rng());
   const int64_t slots = int64_t(total_blocks) * c.bs;
   Tensor kc = rand_tensor({slots, c.Hkv, D}, DType::F32);  // garbage where unused
   Tensor vc = rand_tensor({slots, c.Hkv, D}, DType::F32);

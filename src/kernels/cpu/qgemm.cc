@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/quant_act.h"
 #include "kernels/cpu/qgemm_kernels.h"
 #include "util/cpu_features.h"
 
@@ -63,31 +65,24 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
   if (int4 && !w.zero_points) b.gsum8.resize(size_t(M * ng));
   if (int4 && w.zero_points) b.gsumf.resize(size_t(M * ng));
   pool.parallel_for(M, [&](int64_t m0, int64_t m1) {
+    std::vector<int8_t> nat(int4 ? size_t(Kp) : 0);  // int4: natural order, then permuted
     for (int64_t m = m0; m < m1; ++m) {
-      const float* xr = x + m * K;
-      float amax = 0.f;
-      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(xr[k]));
-      const float s = amax / 127.f, inv = s > 0.f ? 1.f / s : 0.f;
-      b.sx[size_t(m)] = s;
       uint8_t* dst = b.x.data() + m * Kp;
       if (!int4) {
-        const int off = offset128 ? 128 : 0;
-        for (int64_t k = 0; k < K; ++k)
-          dst[k] = uint8_t(std::clamp(int(std::nearbyint(xr[k] * inv)), -127, 127) + off);
-        std::fill(dst + K, dst + Kp, uint8_t(off));
+        b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, dst, offset128);
+        std::fill(dst + K, dst + Kp, uint8_t(offset128 ? 128 : 0));
         continue;
       }
-      // int4: element e of group j (of superblock sb) goes to byte (e/4)*64 + 4j + e%4.
-      const int64_t sb = 16 * int64_t(g);
+      b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, reinterpret_cast<uint8_t*>(nat.data()), false);
+      std::fill(nat.begin() + K, nat.end(), int8_t(0));
+      // Element e of group j (of superblock s) goes to byte (e/4)*64 + 4j + e%4: the group's
+      // 4-byte words are spread 64 bytes apart.
       for (int64_t gi = 0; gi < ng; ++gi) {
-        const int64_t s0 = gi / 16 * sb, j = gi % 16;
+        const int64_t s0 = gi / 16 * 16 * int64_t(g), j = gi % 16;
+        const int8_t* src = nat.data() + gi * g;
         int32_t sum = 0;
-        for (int e = 0; e < g; ++e) {
-          const int64_t k = gi * g + e;
-          const int v = k < K ? std::clamp(int(std::nearbyint(xr[k] * inv)), -127, 127) : 0;
-          dst[s0 + (e / 4) * 64 + 4 * j + e % 4] = uint8_t(int8_t(v));
-          sum += v;
-        }
+        for (int e = 0; e < g; ++e) sum += src[e];
+        for (int i = 0; i < g / 4; ++i) std::memcpy(dst + s0 + i * 64 + 4 * j, src + 4 * i, 4);
         if (w.zero_points) b.gsumf[size_t(m * ng + gi)] = float(sum);
         else b.gsum8[size_t(m * ng + gi)] = 8 * sum;
       }

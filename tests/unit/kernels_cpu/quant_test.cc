@@ -12,6 +12,7 @@
 #include "kernel_test_util.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quant_act.h"
 #include "kernels/cpu/quantize.h"
 
 using namespace nanovllm;
@@ -47,9 +48,34 @@ TEST(Quantize, ParseSchemes) {
   EXPECT_THROW(parse_quant_scheme("int4-g16"), std::exception);
 }
 
-// Per element: int8 within half a step of its row scale; int4 within half a step of its group
-// scale, except the symmetric form's clipped side (at most one step).
-TEST(Quantize, DequantizedErrorWithinOneStep) {
+// The plain quantizers the load-time search starts from (and must never do worse than).
+double plain_group_sse(const float* w, int64_t g, const QuantScheme& qs) {
+  float lo = w[0], hi = w[0], ext = 0.f;
+  for (int64_t i = 0; i < g; ++i) {
+    lo = std::min(lo, w[i]), hi = std::max(hi, w[i]);
+    if (std::abs(w[i]) > std::abs(ext)) ext = w[i];
+  }
+  double sse = 0;
+  for (int64_t i = 0; i < g; ++i) {
+    double d;
+    if (qs.zero_points) {
+      const float m = f16_to_f32(f32_to_f16(lo)), s = f16_to_f32(f32_to_f16((hi - m) / 15.f));
+      const float v = s ? std::clamp(std::nearbyint((w[i] - m) / s), 0.f, 15.f) : 0.f;
+      d = w[i] - (s * v + m);
+    } else {
+      const float s = f16_to_f32(f32_to_f16(ext / -8.f));
+      const float v = s ? std::clamp(std::nearbyint(w[i] / s) + 8, 0.f, 15.f) : 8.f;
+      d = w[i] - s * (v - 8);
+    }
+    sse += d * d;
+  }
+  return sse;
+}
+
+// int8: every element within half a step of its row's scale. int4: per group, the squared
+// error is at most that of the plain max-scaled quantizer (the search starts there) and every
+// element within a quarter of the group's largest magnitude.
+TEST(Quantize, DequantizedErrorBounds) {
   auto pool = std::make_unique<ThreadPool>(2);
   const int64_t N = 37, K = 200;
   Tensor w = rand_tensor({N, K}, DType::BF16, 0.05f);
@@ -58,26 +84,33 @@ TEST(Quantize, DequantizedErrorWithinOneStep) {
     const QuantScheme qs = parse_quant_scheme(name);
     QuantizedWeight q = cpu::quantize_weight(w, qs, *pool);
     std::vector<float> row(static_cast<size_t>(K));
+    double total = 0, plain_total = 0;
     for (int64_t n = 0; n < N; ++n) {
       cpu::dequantize_row(q, n, row.data());
-      const int g = qs.kind == QuantKind::Int8 ? int(K) : qs.group;
+      const float* wr = wf.data() + n * K;
+      const int64_t g = qs.kind == QuantKind::Int8 ? K : qs.group;
       for (int64_t k0 = 0; k0 < K; k0 += g) {
         const int64_t k1 = std::min(K, k0 + g);
-        float lo = wf[size_t(n * K + k0)], hi = lo, amax = 0.f;
+        float amax = 0.f;
+        double sse = 0;
         for (int64_t k = k0; k < k1; ++k) {
-          lo = std::min(lo, wf[size_t(n * K + k)]);
-          hi = std::max(hi, wf[size_t(n * K + k)]);
-          amax = std::max(amax, std::abs(wf[size_t(n * K + k)]));
+          amax = std::max(amax, std::abs(wr[k]));
+          sse += double(row[size_t(k)] - wr[k]) * (row[size_t(k)] - wr[k]);
         }
-        double step = qs.kind == QuantKind::Int8 ? amax / 127.0
-                      : qs.zero_points           ? (hi - lo) / 15.0
-                                                 : amax / 8.0;
-        double bound = (qs.kind == QuantKind::Int4 && !qs.zero_points ? 1.0 : 0.5) * step * 1.01 +
-                       1e-3 * amax;  // + f16 rounding of the scale (and min)
-        for (int64_t k = k0; k < k1; ++k)
-          ASSERT_LE(std::abs(row[size_t(k)] - wf[size_t(n * K + k)]), bound)
-              << name << " n=" << n << " k=" << k;
+        for (int64_t k = k0; k < k1; ++k) {
+          const double bound = qs.kind == QuantKind::Int8 ? amax / 127.0 * 0.5001 : 0.25 * amax;
+          ASSERT_LE(std::abs(row[size_t(k)] - wr[k]), bound) << name << " n=" << n << " k=" << k;
+        }
+        if (qs.kind == QuantKind::Int4 && k1 - k0 == g) {  // (the padded tail group differs)
+          const double plain = plain_group_sse(wr + k0, g, qs);
+          EXPECT_LE(sse, plain * 1.0001 + 1e-12) << name << " n=" << n << " k0=" << k0;
+          total += sse, plain_total += plain;
+        }
       }
+    }
+    if (qs.kind == QuantKind::Int4) {
+      std::printf("%s: squared error %.3g vs plain max-scaled %.3g\n", name, total, plain_total);
+      EXPECT_LT(total, 0.95 * plain_total) << name << ": the search should gain something";
     }
   }
 }
@@ -172,4 +205,35 @@ TEST(QuantLinear, IsaFollowsTheCap) {
     EXPECT_TRUE(isa == "avx-vnni" || isa == "avx2" || isa == "scalar") << isa;
   }
   std::printf("quantized kernels: %s (NANOVLLM_ISA=%s)\n", isa.c_str(), c.c_str());
+}
+
+// The activation quantizer: the formula of quant_act.h byte for byte (K with vector tails, with
+// and without the +128 offset, ties rounded to even, an all-zero row).
+TEST(QuantAct, RowMatchesFormula) {
+  for (int64_t K : {1, 15, 16, 17, 100, 1024}) {
+    Tensor x = rand_tensor({K}, DType::F32, 3.f);
+    float* xp = x.data<float>();
+    for (bool offset : {false, true}) {
+      std::vector<uint8_t> q(static_cast<size_t>(K));
+      const float s = cpu::quantize_row_s8(xp, K, q.data(), offset);
+      float amax = 0.f;
+      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(xp[k]));
+      ASSERT_EQ(s, amax / 127.f);
+      for (int64_t k = 0; k < K; ++k) {
+        const int want = int(std::clamp(std::nearbyint(xp[k] * (1.f / s)), -127.f, 127.f)) + (offset ? 128 : 0);
+        ASSERT_EQ(int(q[size_t(k)]), want & 0xFF) << "K=" << K << " k=" << k << " offset=" << offset;
+      }
+    }
+  }
+  // Exact ties: amax 127 gives scale 1, so 0.5, 1.5, -2.5 round to 0, 2, -2.
+  std::vector<float> t = {127.f, 0.5f, 1.5f, -2.5f, 0.f};
+  std::vector<uint8_t> q(t.size());
+  EXPECT_EQ(cpu::quantize_row_s8(t.data(), int64_t(t.size()), q.data(), false), 1.f);
+  EXPECT_EQ(int8_t(q[1]), 0);
+  EXPECT_EQ(int8_t(q[2]), 2);
+  EXPECT_EQ(int8_t(q[3]), -2);
+  std::vector<float> z(20, 0.f);
+  std::vector<uint8_t> qz(20, 7);
+  EXPECT_EQ(cpu::quantize_row_s8(z.data(), 20, qz.data(), true), 0.f);
+  for (uint8_t v : qz) EXPECT_EQ(v, 128);
 }

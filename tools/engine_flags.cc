@@ -31,6 +31,9 @@ void add_engine_flags(CLI::App& app, Config& c) {
                  "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
                  "int4-g32-zp, int4-g64-zp)")
       ->capture_default_str();
+  app.add_option("--kv-cache-dtype", c.kv_cache_dtype,
+                 "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16")
+      ->capture_default_str();
   app.add_option("--lm-head-quantization", c.lm_head_quantization,
                  "LM head: auto (follows --quantization) | none | a --quantization value")
       ->capture_default_str();

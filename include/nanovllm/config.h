@@ -26,6 +26,9 @@ struct Config {
   std::string quantization = "none";
   // The LM head: auto (docs/perf.md: measured choice per scheme) | none | any scheme above.
   std::string lm_head_quantization = "auto";
+  // KV cache element type: auto (the backend's activation type: CPU f32, CUDA bf16) | f32 |
+  // bf16 (CPU: half the attention bytes; docs/perf.md has its accuracy).
+  std::string kv_cache_dtype = "auto";
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
 
   // Throws nanovllm::Error naming the field for invalid values.

@@ -41,6 +41,12 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
   NV_CHECK(config.tensor_parallel_size == 1 || want_cuda,
            "tensor_parallel_size ", config.tensor_parallel_size,
            " needs the CUDA backend with NCCL; the CPU backend runs one rank");
+  kv_dtype_ = config.kv_cache_dtype == "auto" ? backend_->act_dtype()
+              : config.kv_cache_dtype == "bf16" ? DType::BF16
+                                                : DType::F32;
+  NV_CHECK(backend_->kv_cache_dtype_supported(kv_dtype_), "--kv-cache-dtype ",
+           config.kv_cache_dtype, " is not supported on the ", backend_->name(), " backend (it uses ",
+           dtype_name(backend_->act_dtype()), ")");
   WeightStore ws = WeightStore::open_dir(config.model);
   model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len, TpInfo{},
                                           load_options(config));
@@ -48,7 +54,7 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
   const int bs = config.kvcache_block_size;
   int num_blocks = config.num_kvcache_blocks;
   if (num_blocks < 0) {
-    const size_t bb = KVCache::block_bytes(mc, bs, backend_->act_dtype());
+    const size_t bb = KVCache::block_bytes(mc, bs, kv_dtype_);
     int64_t budget = -1;
     if (backend_->device() != Device::CPU) {
       warmup();  // activation peak at the largest batch, then measure what is left
@@ -62,7 +68,7 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
     NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ", bb,
              " bytes; raise --kv-cache-bytes");
   }
-  kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs);
+  kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs, 1, kv_dtype_);
 }
 
 void ModelRunner::warmup() {
@@ -71,7 +77,7 @@ void ModelRunner::warmup() {
   const int bs = config_.kvcache_block_size, len = config_.max_model_len;
   const int nseq = std::max(1, std::min(config_.max_num_seqs, config_.max_num_batched_tokens / len));
   const int nblocks = (len + bs - 1) / bs;
-  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs);
+  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs, 1, kv_dtype_);
   HostBatch hb;
   hb.num_seqs = nseq;
   hb.block_size = bs;

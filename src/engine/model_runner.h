@@ -36,6 +36,7 @@ class ModelRunner {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DecoderModel> model_;
   KVCache kv_;
+  DType kv_dtype_ = DType::F32;
 };
 
 }  // namespace nanovllm

@@ -39,6 +39,8 @@ void Config::validate() const {
     NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
   parse_quant_scheme(quantization);  // throws naming the value and the choices
   if (lm_head_quantization != "auto") parse_quant_scheme(lm_head_quantization);
+  if (kv_cache_dtype != "auto" && kv_cache_dtype != "f32" && kv_cache_dtype != "bf16")
+    NV_THROW("kv_cache_dtype must be auto, f32 or bf16, got '", kv_cache_dtype, "'");
   if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
     NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
 }

@@ -54,6 +54,8 @@ class Backend {
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
   virtual DType act_dtype() const = 0;
+  // Whether store_kv / attention take a KV cache of this type (all backends: act_dtype()).
+  virtual bool kv_cache_dtype_supported(DType d) const { return d == act_dtype(); }
 
   // --- memory ---------------------------------------------------------------------------
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;

@@ -12,14 +12,17 @@ size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, i
 }
 
 KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int tp_world) {
+                          int tp_world, std::optional<DType> dtype) {
   NV_CHECK_GT(num_blocks, 0, "KV cache needs at least one block");
   const int64_t L = c.num_hidden_layers, slots = int64_t(num_blocks) * block_size;
   const int64_t hkv = c.num_key_value_heads / tp_world, D = c.head_dim;
   KVCache kv;
   kv.num_blocks = num_blocks;
   kv.block_size = block_size;
-  kv.storage = be.empty({2, L, slots, hkv, D}, be.act_dtype());
+  const DType dt = dtype.value_or(be.act_dtype());
+  NV_CHECK(be.kv_cache_dtype_supported(dt), "the ", be.name(), " backend has no ", dtype_name(dt),
+           " KV cache");
+  kv.storage = be.empty({2, L, slots, hkv, D}, dt);
   Tensor flat = kv.storage.view({2 * L, slots, hkv, D});
   for (int64_t l = 0; l < L; ++l) {
     kv.k.push_back(flat.rows(l, l + 1).view({slots, hkv, D}));

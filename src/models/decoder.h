@@ -7,6 +7,7 @@
 // Final: add_rms_norm, gather logits_indices rows [S,H], LM head -> logits [S,V] F32.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -22,8 +23,9 @@ struct KVCache {
   int num_blocks = 0;
   int block_size = 0;
   static size_t block_bytes(const ModelConfig& c, int block_size, DType dtype, int tp_world = 1);
+  // dtype: the cache's element type (default: the backend's act_dtype()).
   static KVCache allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int tp_world = 1);
+                          int tp_world = 1, std::optional<DType> dtype = std::nullopt);
 };
 
 // Load-time choices that config.json does not make.

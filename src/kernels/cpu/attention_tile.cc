@@ -18,12 +18,19 @@
 #include <vector>
 
 #include "kernels/cpu/simd.h"
+#include "util/dtype.h"
 
 namespace nanovllm::cpu {
 
 namespace {
 
 constexpr int kLanes = 16;  // query rows per zmm
+
+// 16 K/V elements as f32, and one as a scalar (f32 cache: as is; bf16: the top half of f32).
+NV_TARGET_AVX512 inline __m512 load16_kv(const float* p) { return _mm512_loadu_ps(p); }
+NV_TARGET_AVX512 inline __m512 load16_kv(const uint16_t* p) { return load16_bf16(p); }
+inline float kv_f32(float v) { return v; }
+inline float kv_f32(uint16_t v) { return bf16_to_f32(v); }
 constexpr int kKeys = 16;   // keys per block
 
 // 2^x for x in [-inf, 0]-ish: x = n + f, f in [-0.5, 0.5], 2^f by a degree-7 polynomial
@@ -44,7 +51,8 @@ NV_TARGET_AVX512 inline __m512 exp2_512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
+template <class KV>
+NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G;
   const int rows = (t.q1 - t.q0) * G;
   const float qscale = t.scale * 1.4426950408889634f;  // log2(e)
@@ -77,8 +85,8 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
 
     for (int j0 = 0; j0 <= max_pos; j0 += kKeys) {
       const int nj = std::min(kKeys, max_pos + 1 - j0);
-      const float* kr[kKeys];
-      const float* vr[kKeys];
+      const KV* kr[kKeys];
+      const KV* vr[kKeys];
       for (int j = 0; j < nj; ++j) {
         const int key = j0 + j;
         const int64_t slot = int64_t(t.block_table[key / t.block_size]) * t.block_size + key % t.block_size;
@@ -90,16 +98,16 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
       for (int j = 0; j < nj; j += 4) {
         const int nk = std::min(4, nj - j);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        const float* k0 = kr[j];
-        const float* k1 = kr[j + (nk > 1 ? 1 : 0)];
-        const float* k2 = kr[j + (nk > 2 ? 2 : 0)];
-        const float* k3 = kr[j + (nk > 3 ? 3 : 0)];
+        const KV* k0 = kr[j];
+        const KV* k1 = kr[j + (nk > 1 ? 1 : 0)];
+        const KV* k2 = kr[j + (nk > 2 ? 2 : 0)];
+        const KV* k3 = kr[j + (nk > 3 ? 3 : 0)];
         for (int d = 0; d < D; ++d) {
           const __m512 qd = _mm512_loadu_ps(qt.data() + size_t(d) * kLanes);
-          a0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k0[d]), a0);
-          a1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k1[d]), a1);
-          a2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k2[d]), a2);
-          a3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k3[d]), a3);
+          a0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_f32(k0[d])), a0);
+          a1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_f32(k1[d])), a1);
+          a2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_f32(k2[d])), a2);
+          a3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(kv_f32(k3[d])), a3);
         }
         s[j] = a0;
         if (nk > 1) s[j + 1] = a1;
@@ -134,7 +142,7 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
         for (int d = 0; d < D; d += 16) {
           __m512 a = _mm512_mul_ps(_mm512_loadu_ps(ar + d), ci);
           for (int j = 0; j < nj; ++j)
-            a = _mm512_fmadd_ps(_mm512_set1_ps(pbuf[j][i]), _mm512_loadu_ps(vr[j] + d), a);
+            a = _mm512_fmadd_ps(_mm512_set1_ps(pbuf[j][i]), load16_kv(vr[j] + d), a);
           _mm512_storeu_ps(ar + d, a);
         }
       }
@@ -154,7 +162,8 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
 // Few rows (decode: one query per sequence, G heads): two passes over the keys, no transpose.
 // Pass 1 reads each key row once and dots it with every row's query (scores in log2 units);
 // the softmax then runs vectorized along the keys; pass 2 accumulates p * V per row.
-NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
+template <class KV>
+NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G;
   const int rows = (t.q1 - t.q0) * G;
   const float qscale = t.scale * 1.4426950408889634f;
@@ -181,25 +190,25 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
   // different 4 KiB page, where hardware prefetchers stop, so rows are prefetched kAhead keys
   // ahead (measured: without it decode attention ran at a fraction of the bandwidth).
   constexpr int kAhead = 8;
-  auto prefetch_row = [&](const float* base, int j) {
+  auto prefetch_row = [&](const KV* base, int j) {
     if (j >= nkeys) return;
     const char* p = reinterpret_cast<const char*>(base + kv_off[size_t(j)]);
-    for (int b = 0; b < D * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    for (int b = 0; b < D * int(sizeof(KV)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   };
   for (int j = 0; j < kAhead; ++j) prefetch_row(t.k_cache, j);
   // Pass 1: scores.
   for (int j = 0; j < nkeys; ++j) {
     prefetch_row(t.k_cache, j + kAhead);
-    const float* k = t.k_cache + kv_off[size_t(j)];
+    const KV* k = t.k_cache + kv_off[size_t(j)];
     for (int r = 0; r < rows; ++r) {
       const float* qr = qbuf.data() + size_t(r) * D;
       __m512 a0 = _mm512_setzero_ps(), a1 = a0;
       int d = 0;
       for (; d + 32 <= D; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), _mm512_loadu_ps(k + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), _mm512_loadu_ps(k + d + 16), a1);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
       }
-      if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), _mm512_loadu_ps(k + d), a0);
+      if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
       sbuf[size_t(r) * stride + j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
     }
   }
@@ -237,11 +246,11 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
       for (int j = 0; j < kAhead; ++j) prefetch_row(t.v_cache, j);
       for (int j = 0; j < nkeys; ++j) {
         prefetch_row(t.v_cache, j + kAhead);
-        const float* v = t.v_cache + kv_off[size_t(j)] + d0;
+        const KV* v = t.v_cache + kv_off[size_t(j)] + d0;
         const __m512 p0 = _mm512_set1_ps(sbuf[size_t(rb) * stride + j]);
         const __m512 p1 = _mm512_set1_ps(nr > 1 ? sbuf[size_t(rb + 1) * stride + j] : 0.f);
         for (int c = 0; c < nv; ++c) {
-          const __m512 vv = _mm512_loadu_ps(v + c * 16);
+          const __m512 vv = load16_kv(v + c * 16);
           acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
           acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
         }
@@ -258,16 +267,23 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
 
 }  // namespace
 
-bool attention_tile_avx512(const AttentionTile& t) {
+template <class KV>
+bool attention_tile_avx512(const AttentionTile<KV>& t) {
   if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
   tile_avx512(t);
   return true;
 }
 
-bool attention_rows_avx512(const AttentionTile& t) {
+template <class KV>
+bool attention_rows_avx512(const AttentionTile<KV>& t) {
   if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
   rows_avx512(t);
   return true;
 }
+
+template bool attention_tile_avx512(const AttentionTile<float>&);
+template bool attention_tile_avx512(const AttentionTile<uint16_t>&);
+template bool attention_rows_avx512(const AttentionTile<float>&);
+template bool attention_rows_avx512(const AttentionTile<uint16_t>&);
 
 }  // namespace nanovllm::cpu

@@ -23,6 +23,9 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }
+  bool kv_cache_dtype_supported(DType d) const override {
+    return d == DType::F32 || d == DType::BF16;
+  }
 
   Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).

@@ -40,6 +40,9 @@ NV_TARGET_AVX2 inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
+// dst[i] = bf16(src[i]), round to nearest even (NaN stays NaN), AVX-512 when present.
+void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n);
+
 // Dot product and axpy over f32 vectors (attention inner loops).
 float dot_f32(const float* a, const float* b, int n);
 void axpy_f32(float alpha, const float* x, float* y, int n);  // y += alpha * x

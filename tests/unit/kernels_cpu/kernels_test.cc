@@ -9,6 +9,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_gemm.h"
+#include "kernels/cpu/simd.h"
 #include "util/cpu_features.h"
 #include "kernel_test_util.h"
 
@@ -124,42 +125,56 @@ TEST_P(PagedAttentionTest, MatchesNaive) {
   hb.num_tokens = T;
   for (int i = 0; i < T; ++i) hb.input_ids.push_back(0), hb.positions.push_back(0);
   BatchTensors bt = be->upload_batch(hb);
-  be->store_kv(qkv, bt.slot_mapping, kc, vc, ap);
-  Tensor out = Tensor::empty({T, c.Hq * D}, DType::F32);
-  poison(out);
-  be->attention(qkv, kc, vc, bt, ap, out);
+  // The same case with an F32 and a BF16 cache (--kv-cache-dtype bf16: the reference then uses
+  // the bf16-rounded K and V).
+  for (DType kvd : {DType::F32, DType::BF16}) {
+    auto as_kv = [&](const Tensor& f32) {
+      if (kvd == DType::F32) return f32;
+      Tensor t = Tensor::empty(f32.shape(), DType::BF16);
+      convert_f32_to(f32.data<float>(), t.raw(), DType::BF16, f32.numel());
+      return t;
+    };
+    auto kv_round = [&](float x) { return kvd == DType::F32 ? x : bf16_to_f32(f32_to_bf16(x)); };
+    Tensor kcache = as_kv(kc), vcache = as_kv(vc);
+    be->store_kv(qkv, bt.slot_mapping, kcache, vcache, ap);
+    Tensor out = Tensor::empty({T, c.Hq * D}, DType::F32);
+    poison(out);
+    be->attention(qkv, kcache, vcache, bt, ap, out);
 
-  std::vector<double> ref(size_t(T) * c.Hq * D);
-  t = 0;
-  for (int b = 0; b < B; ++b) {
-    auto [cached, n] = c.seqs[size_t(b)];
-    const float* fk = fullk[size_t(b)].data<float>();
-    const float* fv = fullv[size_t(b)].data<float>();
-    for (int i = 0; i < n; ++i) {
-      int qpos = cached + i;
-      for (int h = 0; h < c.Hq; ++h) {
-        int kh = h / (c.Hq / c.Hkv);
-        const float* q = qkv.data<float>() + int64_t(t + i) * row + h * D;
-        std::vector<double> s(static_cast<size_t>(qpos + 1));
-        double mx = -1e300;
-        for (int j = 0; j <= qpos; ++j) {
-          double d = 0;
-          for (int e = 0; e < D; ++e) d += double(q[e]) * fk[(int64_t(j) * c.Hkv + kh) * D + e];
-          s[size_t(j)] = d * ap.scale;
-          mx = std::max(mx, s[size_t(j)]);
-        }
-        double z = 0;
-        for (auto& v : s) z += (v = std::exp(v - mx));
-        for (int e = 0; e < D; ++e) {
-          double acc = 0;
-          for (int j = 0; j <= qpos; ++j) acc += s[size_t(j)] * fv[(int64_t(j) * c.Hkv + kh) * D + e];
-          ref[(size_t(t + i) * c.Hq + h) * D + e] = acc / z;
+    std::vector<double> ref(size_t(T) * c.Hq * D);
+    t = 0;
+    for (int b = 0; b < B; ++b) {
+      auto [cached, n] = c.seqs[size_t(b)];
+      const float* fk = fullk[size_t(b)].data<float>();
+      const float* fv = fullv[size_t(b)].data<float>();
+      for (int i = 0; i < n; ++i) {
+        int qpos = cached + i;
+        for (int h = 0; h < c.Hq; ++h) {
+          int kh = h / (c.Hq / c.Hkv);
+          const float* q = qkv.data<float>() + int64_t(t + i) * row + h * D;
+          std::vector<double> s(static_cast<size_t>(qpos + 1));
+          double mx = -1e300;
+          for (int j = 0; j <= qpos; ++j) {
+            double d = 0;
+            for (int e = 0; e < D; ++e)
+              d += double(q[e]) * kv_round(fk[(int64_t(j) * c.Hkv + kh) * D + e]);
+            s[size_t(j)] = d * ap.scale;
+            mx = std::max(mx, s[size_t(j)]);
+          }
+          double z = 0;
+          for (auto& v : s) z += (v = std::exp(v - mx));
+          for (int e = 0; e < D; ++e) {
+            double acc = 0;
+            for (int j = 0; j <= qpos; ++j)
+              acc += s[size_t(j)] * kv_round(fv[(int64_t(j) * c.Hkv + kh) * D + e]);
+            ref[(size_t(t + i) * c.Hq + h) * D + e] = acc / z;
+          }
         }
       }
+      t += n;
     }
-    t += n;
+    EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5) << "KV cache " << dtype_name(kvd);
   }
-  EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -177,6 +192,17 @@ INSTANTIATE_TEST_SUITE_P(
                       AttnCase{4, 2, 32, 16, {{20, 3}, {0, 1}}},
                       AttnCase{8, 2, 48, 16, {{33, 1}, {15, 1}}}
                       ));
+
+// The vectorized f32 -> bf16 row conversion (KV cache stores) equals the scalar one, including
+// ties, NaN, infinities, denormals and the vector tail.
+TEST(Bf16, RowConversionMatchesScalar) {
+  std::vector<float> v = {1.f, -2.5f, 3.14159f, 1e-40f, -0.f, INFINITY, -INFINITY, NAN,
+                          65504.f, 1.00390625f, 1.01171875f, 3.4e38f};
+  for (int i = 0; i < 37; ++i) v.push_back(float(i) * 0.3721f - 5.f);
+  std::vector<uint16_t> got(v.size());
+  cpu::f32_to_bf16_row(v.data(), got.data(), int64_t(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(got[i], f32_to_bf16(v[i])) << i << " " << v[i];
+}
 
 TEST(Norm, AddRmsNormMatchesNaive) {
   auto be = make_cpu_backend(2);

@@ -47,6 +47,7 @@ int run_logits(int argc, char** argv) {
   cfg.max_model_len = std::max(T, 16);
   NV_CHECK_LE(T, mc.max_position_embeddings, "prompt longer than max_position_embeddings");
   cfg.num_kvcache_blocks = (T + bs - 1) / bs;
+  cfg.enforce_eager = true;  // one prefill step: no CUDA graphs to capture
   cfg.validate();
   ModelRunner runner(cfg, mc);
 

@@ -74,6 +74,8 @@ LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.
   sc.eos_token_ids = eos_ids_;
   scheduler_ = std::make_unique<Scheduler>(sc);
   stats_.num_blocks_total = config_.num_kvcache_blocks;
+  stats_.executor = runner_->executor().name();
+  stats_.graph_pool_bytes = runner_->executor().graph_pool_bytes();
 }
 
 LLMEngine::~LLMEngine() = default;
@@ -315,6 +317,7 @@ void LLMEngine::refresh_stats() {
   stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, stats_.num_blocks_used);
   stats_.num_running = int(scheduler_->num_running());
   stats_.num_waiting = int(scheduler_->num_waiting());
+  stats_.graph_steps = runner_->executor().graph_steps();
 }
 
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_failed_.empty(); }

@@ -33,6 +33,9 @@ class CudaBackend : public Backend {
   BatchTensors upload_batch(const HostBatch& hb) override;
   void synchronize() override;
   int64_t kv_cache_budget_bytes(double gpu_memory_utilization) override;
+  // GraphStepExecutor (graph_executor.h): captures `forward` per decode bucket now.
+  std::unique_ptr<StepExecutor> make_graph_executor(const StepForward& forward,
+                                                    const StepExecutorOptions& options) override;
 
   void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;

@@ -4,36 +4,19 @@
 // The CUDA-graph executor itself is tested in tests/gpu/executor_gpu_test.cc.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine/model_runner.h"
 #include "engine/stats_json.h"
 #include "kernels/eager_executor.h"
-#include "loader/make_model.h"
 #include "loader/safetensors.h"
 #include "models/decoder.h"
 #include "nanovllm/llm.h"
+#include "random_model.h"
 
 using namespace nanovllm;
-namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& tiny_model() {
-  static std::string dir = [] {
-    std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/qwen3-tiny-f32-exec";
-    if (!fs::exists(d + "/config.json")) {
-      MakeModelOptions o;
-      o.preset = "tiny";
-      o.dtype = DType::F32;
-      o.seed = 11;
-      o.out_dir = d;
-      make_random_model(o);
-    }
-    return d;
-  }();
-  return dir;
-}
+const std::string& tiny_model() { return random_tiny_model(); }
 
 // A backend whose ops are never called: it only offers (or not) a graph executor.
 class FakeGraphExecutor final : public StepExecutor {

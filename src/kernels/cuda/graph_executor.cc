@@ -12,6 +12,7 @@ GraphStepExecutor::GraphStepExecutor(CudaBackend& backend, StepForward forward,
     : be_(backend),
       forward_(std::move(forward)),
       block_size_(o.block_size),
+      max_model_len_(o.max_model_len),
       runner_(backend, o.max_num_seqs, o.max_model_len, o.block_size) {
   const auto& b = runner_.buckets();
   if (o.verbose)
@@ -33,7 +34,8 @@ GraphStepExecutor::GraphStepExecutor(CudaBackend& backend, StepForward forward,
 }
 
 Tensor GraphStepExecutor::run(const HostBatch& hb) {
-  if (graph_replay_bucket(hb, runner_.buckets(), runner_.table_width(), block_size_) > 0) {
+  if (graph_replay_bucket(hb, runner_.buckets(), runner_.table_width(), block_size_,
+                          max_model_len_) > 0) {
     ++graph_steps_;
     return runner_.run(hb);
   }

@@ -22,7 +22,7 @@ class GraphStepExecutor final : public StepExecutor {
  private:
   CudaBackend& be_;
   StepForward forward_;
-  int block_size_;
+  int block_size_, max_model_len_;
   GraphRunner runner_;
   int64_t pool_bytes_ = 0;
 };

@@ -38,14 +38,15 @@ inline int graph_bucket_for(int batch) {
 // Which captured graph a step replays: its bucket, or -1 to run it eagerly. A step replays
 // only when it is decode-only (one query token per sequence), samples every sequence in order
 // (logits_indices = 0..n-1, which the graphs' staging fills in), fits the largest bucket, uses
-// the captured block size, and every sequence's blocks fit the graphs' block-table width.
+// the captured block size, no context exceeds the captured max_model_len, and every sequence's
+// blocks fit the graphs' block-table width.
 inline int graph_replay_bucket(const HostBatch& hb, const std::vector<int>& buckets,
-                               int table_width, int block_size) {
+                               int table_width, int block_size, int max_model_len) {
   const int n = hb.num_seqs;
   if (n < 1 || !hb.decode_only || hb.num_tokens != n || hb.block_size != block_size) return -1;
-  if (int(hb.logits_indices.size()) != n) return -1;
+  if (int(hb.logits_indices.size()) != n || int(hb.context_lens.size()) != n) return -1;
   for (int i = 0; i < n; ++i)
-    if (hb.logits_indices[size_t(i)] != i) return -1;
+    if (hb.logits_indices[size_t(i)] != i || hb.context_lens[size_t(i)] > max_model_len) return -1;
   const int stride = hb.block_table_stride;
   if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return -1;
   if (stride > table_width) {

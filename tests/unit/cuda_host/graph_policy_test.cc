@@ -130,43 +130,47 @@ HostBatch decode_batch(int n, int stride, int used, int block_size = 16) {
 
 TEST(CudaGraphPolicy, ReplayBucketChoosesTheSmallestBucketOrEager) {
   const auto buckets = graph_batch_sizes(40);  // 1 2 4 8 16 32
-  const int width = 5, bs = 16;
-  EXPECT_EQ(graph_replay_bucket(decode_batch(1, 3, 2), buckets, width, bs), 1);
-  EXPECT_EQ(graph_replay_bucket(decode_batch(3, 3, 2), buckets, width, bs), 4);   // padded to 4
-  EXPECT_EQ(graph_replay_bucket(decode_batch(17, 3, 2), buckets, width, bs), 32);
-  EXPECT_EQ(graph_replay_bucket(decode_batch(32, 3, 2), buckets, width, bs), 32);
+  const int width = 5, bs = 16, len = 64;
+  EXPECT_EQ(graph_replay_bucket(decode_batch(1, 3, 2), buckets, width, bs, len), 1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(3, 3, 2), buckets, width, bs, len), 4);   // padded to 4
+  EXPECT_EQ(graph_replay_bucket(decode_batch(17, 3, 2), buckets, width, bs, len), 32);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(32, 3, 2), buckets, width, bs, len), 32);
   // Above the largest bucket: eager.
-  EXPECT_EQ(graph_replay_bucket(decode_batch(33, 3, 2), buckets, width, bs), -1);
-  EXPECT_EQ(graph_replay_bucket(decode_batch(600, 3, 2), graph_batch_sizes(512), width, bs), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(33, 3, 2), buckets, width, bs, len), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(600, 3, 2), graph_batch_sizes(512), width, bs, len), -1);
   // Wider tables are fine while the extra entries are unused; a real block past the width is not.
-  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 5), buckets, width, bs), 2);
-  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 6), buckets, width, bs), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 4), buckets, width, bs, len), 2);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 5), buckets, width, bs, 1000), 2);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 6), buckets, width, bs, 1000), -1);
+  // A context longer than the captured max_model_len (64): eager.
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2), buckets, width, bs, 31), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2), buckets, width, bs, 32), 2);
   // Another block size than captured: eager.
-  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2, 32), buckets, width, bs), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2, 32), buckets, width, bs, len), -1);
 }
 
 TEST(CudaGraphPolicy, ReplayNeedsADecodeOnlyBatchSamplingEverySequence) {
   const auto buckets = graph_batch_sizes(64);
   HostBatch hb = decode_batch(4, 3, 2);
-  ASSERT_EQ(graph_replay_bucket(hb, buckets, 5, 16), 4);
+  ASSERT_EQ(graph_replay_bucket(hb, buckets, 5, 16, 64), 4);
   HostBatch prefill = hb;  // one sequence with 2 query tokens
   prefill.decode_only = false;
   prefill.num_tokens = 5;
-  EXPECT_EQ(graph_replay_bucket(prefill, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(prefill, buckets, 5, 16, 64), -1);
   HostBatch not_flagged = hb;
   not_flagged.decode_only = false;
-  EXPECT_EQ(graph_replay_bucket(not_flagged, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(not_flagged, buckets, 5, 16, 64), -1);
   HostBatch skip = hb;  // a sequence that does not sample (partial prefill chunk)
   skip.logits_indices = {0, 1, 3};
-  EXPECT_EQ(graph_replay_bucket(skip, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(skip, buckets, 5, 16, 64), -1);
   HostBatch reordered = hb;
   reordered.logits_indices = {1, 0, 2, 3};
-  EXPECT_EQ(graph_replay_bucket(reordered, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(reordered, buckets, 5, 16, 64), -1);
   HostBatch empty = decode_batch(0, 3, 2);
-  EXPECT_EQ(graph_replay_bucket(empty, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(empty, buckets, 5, 16, 64), -1);
   HostBatch bad_tables = hb;  // inconsistent arrays: eager, whose upload reports them
   bad_tables.block_tables.pop_back();
-  EXPECT_EQ(graph_replay_bucket(bad_tables, buckets, 5, 16), -1);
+  EXPECT_EQ(graph_replay_bucket(bad_tables, buckets, 5, 16, 64), -1);
 }
 
 }  // namespace

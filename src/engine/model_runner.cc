@@ -124,8 +124,7 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
 
 Tensor ModelRunner::run(const HostBatch& hb) {
   BatchTensors bt = backend_->upload_batch(hb);
-  Tensor logits = model_->forward(bt, kv_);
-  return backend_->to_host(logits);
+  return model_->forward(bt, kv_);
 }
 
 }  // namespace nanovllm

@@ -66,7 +66,7 @@ int run_logits(int argc, char** argv) {
   hb.cu_seqlens_q = {0, T};
   hb.context_lens = {T};
   hb.max_seqlen_q = hb.max_seqlen_k = T;
-  Tensor logits = runner.run(hb);
+  Tensor logits = runner.backend().to_host(runner.run(hb));  // run() leaves them on the device
   write_npy_f32(out, logits.data<float>(), logits.size(0), logits.size(1));
   return 0;
 }

@@ -135,9 +135,9 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
 
 Tensor ModelRunner::run(const HostBatch& hb) {
   // Graph replays output hidden states only; the LM head runs eagerly after (graph pool small).
+  // Nothing here waits for the GPU: the logits stay on the device for Backend::sample.
   Tensor hidden = executor_->run(hb);
-  Tensor logits = model_->compute_logits(hidden);
-  return backend_->to_host(logits);
+  return model_->compute_logits(hidden);
 }
 
 }  // namespace nanovllm

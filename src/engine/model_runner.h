@@ -2,7 +2,7 @@
 // scheduler's output into the step's batch metadata (HostBatch: input_ids, positions,
 // cu_seqlens_q, context_lens, slot_mapping, block_tables, logits_indices), runs the
 // hidden-state forward through the executor (eager, or CUDA-graph replay for decode steps),
-// then the LM head.
+// then the LM head, and returns the logits on the backend's device.
 #pragma once
 #include <memory>
 
@@ -27,7 +27,8 @@ class ModelRunner {
 
   // Builds the step's metadata. Logits rows follow the order of seqs with sample == true.
   HostBatch prepare(const SchedulerOutput& out) const;
-  // Forward for a prepared batch; logits [S, V] F32 on the host.
+  // Forward for a prepared batch; logits [S, V] F32 on the backend's device (on CUDA the
+  // forward is only enqueued: the caller overlaps host work until Backend::sample).
   Tensor run(const HostBatch& batch);
 
   // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/sampling.h"
 #include "kernels/step_executor.h"
 #include "util/tensor.h"
 
@@ -113,6 +114,10 @@ class Backend {
   virtual void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
   // a += b (elementwise, same shape). Used for tensor-parallel partial sums on one device.
   virtual void add_inplace(Tensor& a, const Tensor& b) = 0;
+  // One token per row of logits [S, V] (F32 on this backend's device) with batch.rows[r] as
+  // row r's parameters; the definition is in kernels/sampling.h. Only the S tokens and the
+  // requested logprobs come back to the host. Throws on bad input (validate_sampling_batch).
+  virtual SampleResult sample(const Tensor& logits, const SamplingBatch& batch) = 0;
 };
 
 // Creates the CPU backend (num_threads <= 0: all cores).

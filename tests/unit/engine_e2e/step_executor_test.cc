@@ -55,6 +55,7 @@ class FakeBackend final : public Backend {
                             const AttentionParams&, Tensor&))
   NV_FAKE_OP(void gather_rows(const Tensor&, const Tensor&, Tensor&))
   NV_FAKE_OP(void add_inplace(Tensor&, const Tensor&))
+  NV_FAKE_OP(SampleResult sample(const Tensor&, const SamplingBatch&))
 #undef NV_FAKE_OP
  private:
   bool has_graphs_;

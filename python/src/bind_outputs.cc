@@ -125,6 +125,9 @@ void bind_outputs(py::module_& m) {
       .field("num_waiting", &E::num_waiting)
       .field("prefill_seconds", &E::prefill_seconds)
       .field("decode_seconds", &E::decode_seconds)
+      .field("executor", &E::executor)
+      .field("graph_pool_bytes", &E::graph_pool_bytes)
+      .field("graph_steps", &E::graph_steps)
       .done();
 }
 

@@ -26,6 +26,10 @@ std::vector<Field<SamplingParams>> sampling_fields() {
           field(o, "stop", &S::stop),
           field(o, "stop_token_ids", &S::stop_token_ids),
           field(o, "logprobs", &S::logprobs),
+          field(o, "presence_penalty", &S::presence_penalty),
+          field(o, "frequency_penalty", &S::frequency_penalty),
+          field(o, "repetition_penalty", &S::repetition_penalty),
+          field(o, "logit_bias", &S::logit_bias),
           field(o, "skip_special_tokens", &S::skip_special_tokens)};
 }
 
@@ -83,7 +87,8 @@ void bind_params(py::module_& m) {
       m, "SamplingParams",
       "Per-request sampling: SamplingParams(temperature=1.0, max_tokens=64, ignore_eos=False, "
       "top_k=-1, top_p=1.0, min_p=0.0, seed=None, min_tokens=0, stop=[], stop_token_ids=[], "
-      "logprobs=-1, skip_special_tokens=True). temperature 0 is greedy.",
+      "logprobs=-1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
+      "logit_bias={}, skip_special_tokens=True). temperature 0 is greedy.",
       sampling_fields());
   bind_struct<Config>(m, "Config",
                       "Engine configuration (nano-vLLM's field names and defaults, plus "

@@ -62,6 +62,13 @@ py::object to_py<float>(const float& v) {
 }
 
 template <>
+py::object to_py<std::map<int, float>>(const std::map<int, float>& v) {
+  py::dict d;
+  for (const auto& [k, x] : v) d[py::int_(k)] = to_py(x);
+  return d;
+}
+
+template <>
 float from_py<float>(py::handle h, FieldRef f) {
   if (is_bool(h) || !(PyFloat_Check(h.ptr()) || is_integer(h))) type_error(f, "a number", h);
   double v = PyFloat_AsDouble(h.ptr());
@@ -129,6 +136,18 @@ std::vector<std::string> from_py<std::vector<std::string>>(py::handle h, FieldRe
   for (py::handle item : h) {
     if (!PyUnicode_Check(item.ptr())) type_error(f, "a str or a list of str", item);
     out.push_back(item.cast<std::string>());
+  }
+  return out;
+}
+
+template <>
+std::map<int, float> from_py<std::map<int, float>>(py::handle h, FieldRef f) {
+  if (h.is_none()) return {};
+  if (!PyDict_Check(h.ptr())) type_error(f, "a dict {token id: bias}", h);
+  std::map<int, float> out;
+  for (auto item : py::reinterpret_borrow<py::dict>(h)) {
+    if (!is_integer(item.first)) type_error(f, "a dict with int token ids as keys", item.first);
+    out[from_py<int>(item.first, f)] = from_py<float>(item.second, f);
   }
   return out;
 }

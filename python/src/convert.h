@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ py::object to_py(const T& v) {
   return py::cast(v);
 }
 template <> py::object to_py<float>(const float& v);
+template <> py::object to_py<std::map<int, float>>(const std::map<int, float>& v);
 
 template <> float from_py<float>(py::handle h, FieldRef f);
 template <> int from_py<int>(py::handle h, FieldRef f);
@@ -51,5 +53,7 @@ template <> std::optional<uint64_t> from_py<std::optional<uint64_t>>(py::handle 
 template <> std::vector<int> from_py<std::vector<int>>(py::handle h, FieldRef f);
 // One str or a list/tuple of str (vLLM's `stop`).
 template <> std::vector<std::string> from_py<std::vector<std::string>>(py::handle h, FieldRef f);
+// A dict {token id (int): number} (vLLM's logit_bias).
+template <> std::map<int, float> from_py<std::map<int, float>>(py::handle h, FieldRef f);
 
 }  // namespace nanovllm::pyb

@@ -15,6 +15,10 @@ SAMPLING = [
      dict(temperature=0.6, top_p=0.9, top_k=50, seed=7, max_tokens=20)),
     (["--temperature", "1.0", "--min-p", "0.05", "--seed", "3", "--max-tokens", "16",
       "--ignore-eos"], dict(temperature=1.0, min_p=0.05, seed=3, max_tokens=16, ignore_eos=True)),
+    (["--temperature", "0.7", "--seed", "5", "--max-tokens", "16", "--presence-penalty", "0.5",
+      "--frequency-penalty", "0.3", "--repetition-penalty", "1.3"],
+     dict(temperature=0.7, seed=5, max_tokens=16, presence_penalty=0.5, frequency_penalty=0.3,
+          repetition_penalty=1.3)),
 ]
 TEXTS = ["Once upon a time", "The capital of France is", "def fib(n):"]
 IDS = [[1, 2, 3, 4, 5], [9707, 1879, 0, 77091] * 5]
@@ -39,7 +43,7 @@ def assert_same(py_outs, cli_outs):
         assert len(p["prompt_token_ids"]) == c["num_prompt_tokens"]
 
 
-@pytest.mark.parametrize("flags,kwargs", SAMPLING, ids=["greedy", "top_p_seeded", "min_p_ignore_eos"])
+@pytest.mark.parametrize("flags,kwargs", SAMPLING, ids=["greedy", "top_p_seeded", "min_p_ignore_eos", "penalties"])
 def test_text_and_id_prompts_match_cli(tiny_model, llm, flags, kwargs):
     cli_args = [a for t in TEXTS for a in ("--prompt", t)]
     cli_args += [a for ids in IDS for a in ("--prompt-ids", ",".join(map(str, ids)))]
@@ -73,3 +77,17 @@ def test_stops_match_cli(tiny_model, llm):
                                                 stop_token_ids=[stop_token]), use_tqdm=False)
     assert_same(py, cli)
     assert py[0]["finish_reason"] == "stop" and len(py[0]["token_ids"]) < 12
+
+
+def test_penalties_and_logit_bias_act(llm):
+    # The random model repeats one token greedily; a repetition penalty must break the run, and
+    # a +100 logit bias must force its token at every step.
+    plain = llm.generate([TEXTS[0]], SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)[0]
+    assert len(set(plain["token_ids"])) < 12
+    penalized = llm.generate([TEXTS[0]], SamplingParams(temperature=0, max_tokens=12,
+                                                        repetition_penalty=5.0), use_tqdm=False)[0]
+    assert len(set(penalized["token_ids"])) > len(set(plain["token_ids"]))
+    forced = llm.generate([TEXTS[0]], SamplingParams(temperature=0, max_tokens=6,
+                                                     logit_bias={9707: 100.0}), use_tqdm=False)[0]
+    assert plain["token_ids"][0] != 9707 and forced["token_ids"] == [9707] * 6
+    assert forced["text"] == "Hello" * 6

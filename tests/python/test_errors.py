@@ -27,6 +27,13 @@ def llm(tiny_model):
     (dict(min_tokens=9, max_tokens=4), ValueError, r"min_tokens must be in \[0, max_tokens=4\]"),
     (dict(seed=-1), ValueError, r"SamplingParams\.seed must be in \[0, 2\*\*64\)"),
     (dict(max_tokens=2**40), ValueError, r"out of range for a 32-bit int"),
+    (dict(presence_penalty=3.0), ValueError, r"presence_penalty must be in \[-2, 2\], got 3"),
+    (dict(frequency_penalty=-2.5), ValueError, r"frequency_penalty must be in \[-2, 2\]"),
+    (dict(repetition_penalty=0.0), ValueError, r"repetition_penalty must be finite and > 0"),
+    (dict(logit_bias={5: 200.0}), ValueError, r"logit_bias values must be in \[-100, 100\]"),
+    (dict(logit_bias={-1: 1.0}), ValueError, r"logit_bias token ids must be >= 0"),
+    (dict(logit_bias={"5": 1.0}), TypeError, r"SamplingParams\.logit_bias must be a dict with int token ids"),
+    (dict(logit_bias=[(5, 1.0)]), TypeError, r"SamplingParams\.logit_bias must be a dict"),
 ])
 def test_sampling_params_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -38,6 +45,7 @@ def test_sampling_params_api():
     assert (sp.temperature, sp.max_tokens, sp.ignore_eos) == (0.6, 256, False)
     assert SamplingParams(stop="###").stop == ["###"]
     assert SamplingParams(seed=2**64 - 1).seed == 2**64 - 1
+    assert SamplingParams(logit_bias={7: -0.5}).logit_bias == {7: -0.5}
     assert sp == SamplingParams(temperature=0.6, max_tokens=256) != SamplingParams()
     assert "temperature=0.6" in repr(sp)
     with pytest.raises(TypeError, match=r"SamplingParams\.top_k must be an int, got str"):
@@ -54,8 +62,10 @@ def test_sampling_params_api():
     (dict(device="tpu"), ValueError, r"device must be auto, cpu or cuda, got 'tpu'"),
     (dict(policy="fifo"), ValueError, r"policy must be prefill-first or mixed"),
     (dict(gpu_memory_utilization=1.5), ValueError, r"gpu_memory_utilization must be in \(0, 1\]"),
-    # Not implemented on the CPU: the engine's message comes through.
-    (dict(tensor_parallel_size=2), NanoVLLMError, r"tensor_parallel_size 2"),
+    # The CPU backend runs one rank: the engine's message comes through (ValueError while
+    # tensor parallelism is unimplemented, NanoVLLMError from the backend once it is).
+    (dict(tensor_parallel_size=2, device="cpu"), (ValueError, NanoVLLMError),
+     r"tensor_parallel_size 2"),
 ])
 def test_llm_config_errors(tiny_model, kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -86,6 +96,8 @@ def test_unknown_kwargs_are_ignored(tiny_model):
     ([[1], [10**6]], None, ValueError, r"prompts\[1\].*prompt token id 1000000 is outside the vocabulary"),
     ([[]], None, ValueError, r"prompts\[0\]: .*empty"),
     ([[1] * 200], None, ValueError, r"prompts\[0\]: .*max_model_len"),
+    (["a"], SamplingParams(logit_bias={10**6: 1.0}), ValueError,
+     r"prompts\[0\]: logit_bias token id 1000000 is outside the vocabulary"),
     (["a", "b"], [SamplingParams()] * 3, ValueError, r"got 3 SamplingParams for 2 prompts"),
     (["a"], {"temperature": 0}, TypeError, r"sampling_params must be a SamplingParams"),
     (["a"], ["x"], TypeError, r"sampling_params\[0\] must be a SamplingParams, got str"),

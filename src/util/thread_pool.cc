@@ -50,6 +50,14 @@ bool spin_until(Pred pred, int64_t budget_ns) {
   }
 }
 
+// n <= 0: NANOVLLM_NUM_THREADS, else the hardware concurrency. The documented knob applies to
+// every pool (the engine's too), not only the default.
+int resolve_threads(int n) {
+  if (n > 0) return n;
+  const char* e = std::getenv("NANOVLLM_NUM_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 bool adaptive_from_env(int adaptive) {
   if (adaptive >= 0) return adaptive != 0;
   const char* e = std::getenv("NANOVLLM_ADAPTIVE_THREADS");
@@ -58,7 +66,7 @@ bool adaptive_from_env(int adaptive) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n, int spin_us, int adaptive)
-    : num_threads_(n > 0 ? n : int(std::max(1u, std::thread::hardware_concurrency()))),
+    : num_threads_(resolve_threads(n)),
       sizer_(num_threads_, adaptive_from_env(adaptive)),
       start_ns_(size_t(num_threads_), 0),
       delay_ns_(size_t(num_threads_), 0) {
@@ -178,10 +186,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
 }
 
 ThreadPool& default_thread_pool() {
-  static ThreadPool pool([] {
-    const char* e = std::getenv("NANOVLLM_NUM_THREADS");
-    return e ? std::atoi(e) : 0;
-  }());
+  static ThreadPool pool(0);
   return pool;
 }
 

@@ -27,7 +27,8 @@ namespace nanovllm {
 
 class ThreadPool {
  public:
-  // num_threads: total threads including the caller; <= 0: hardware concurrency.
+  // num_threads: total threads including the caller; <= 0: $NANOVLLM_NUM_THREADS when set,
+  // else the hardware concurrency.
   // spin_us: how long idle threads spin before sleeping; < 0: NANOVLLM_SPIN_US or 2000.
   // adaptive: < 0: NANOVLLM_ADAPTIVE_THREADS (default on); 0 / 1: off / on.
   explicit ThreadPool(int num_threads, int spin_us = -1, int adaptive = -1);

@@ -8,6 +8,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/qgemm.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
 
 namespace nanovllm {
@@ -91,6 +92,9 @@ class CpuBackend final : public Backend {
     cpu::gather_rows(x, idx, out);
   }
   void add_inplace(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
+  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
+    return cpu::sample(logits, batch, pool_);
+  }
 
  private:
   ThreadPool pool_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/quantize_int4.h"
 #include "util/check.h"
 
 namespace nanovllm::cpu {
@@ -17,7 +18,7 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-inline int nearest(float v) { return int(std::nearbyint(v)); }
+inline int nearest(float v) { return round_nearest(v); }
 
 // One row of int8: q = round(w / s), s = max|w| / 127.
 void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32_t* sum) {
@@ -33,73 +34,6 @@ void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32
   }
   *scale = s;
   *sum = total;
-}
-
-// Squared error of a group quantized with (scale, min) as stored (f16), q written to q[].
-//   symmetric (zp false): w ~ s (q - 8);  zero points: w ~ s q + m.
-float group_error(const float* w, int g, bool zp, uint16_t s16, uint16_t m16, uint8_t* q) {
-  const float s = f16_to_f32(s16), m = zp ? f16_to_f32(m16) : 0.f;
-  const float inv = s != 0.f ? 1.f / s : 0.f;
-  float err = 0.f;
-  for (int i = 0; i < g; ++i) {
-    const int v = zp ? std::clamp(nearest((w[i] - m) * inv), 0, 15)
-                     : std::clamp(nearest(w[i] * inv) + 8, 0, 15);
-    q[i] = uint8_t(v);
-    const float d = w[i] - (zp ? s * float(v) + m : s * float(v - 8));
-    err += d * d;
-  }
-  return err;
-}
-
-// One int4 group of g weights -> q[0..g) in [0, 15], f16 scale (and min), chosen to minimize
-// the group's squared error:
-//   symmetric: w = s (q - 8), starting from s = w_extreme / -8 (the largest-magnitude weight is
-//              exactly -8 steps, so the range [-8, 7] is used in full);
-//   zero points: w = s q + m, starting from m = min(w), s = (max - min) / 15.
-// Candidates clip the range by up to 20% (outliers cost less than coarse steps for the rest),
-// then one least-squares refit of (s[, m]) for the chosen integers.
-void quantize_group_int4(const float* w, int g, bool zp, uint8_t* q, uint16_t* scale,
-                         uint16_t* min) {
-  float ext = 0.f, lo = w[0], hi = w[0];
-  for (int i = 0; i < g; ++i) {
-    if (std::abs(w[i]) > std::abs(ext)) ext = w[i];
-    lo = std::min(lo, w[i]);
-    hi = std::max(hi, w[i]);
-  }
-  uint8_t tmp[64];
-  float best = INFINITY;
-  uint16_t bs = 0, bm = 0;
-  auto consider = [&](float s, float m) {
-    const uint16_t s16 = f32_to_f16(s), m16 = f32_to_f16(m);
-    const float e = group_error(w, g, zp, s16, m16, tmp);
-    if (e < best) best = e, bs = s16, bm = m16;
-  };
-  for (int c = 0; c <= 10; ++c) {
-    const float f = 1.f - 0.02f * float(c);
-    if (!zp) {
-      consider(ext * f / -8.f, 0.f);
-    } else {
-      consider((hi - lo) * f / 15.f, lo);                   // clip the top
-      consider((hi - lo) * f / 15.f, hi - (hi - lo) * f);  // clip the bottom
-    }
-  }
-  // Least-squares refit for the chosen integers: min over (s[, m]) of sum (w - s u - m)^2 with
-  // u = q - 8 (symmetric, m = 0) or u = q (zero points).
-  group_error(w, g, zp, bs, bm, tmp);
-  double su = 0, suu = 0, sw = 0, suw = 0;
-  for (int i = 0; i < g; ++i) {
-    const double u = zp ? tmp[i] : tmp[i] - 8;
-    su += u, suu += u * u, sw += w[i], suw += u * w[i];
-  }
-  if (!zp && suu > 0) {
-    consider(float(suw / suu), 0.f);
-  } else if (zp) {
-    const double det = g * suu - su * su;
-    if (det > 0) consider(float((g * suw - su * sw) / det), float((suu * sw - su * suw) / det));
-  }
-  group_error(w, g, zp, bs, bm, q);
-  *scale = bs;
-  if (min) *min = bm;
 }
 
 // One row of int4 in superblock records (see kernels/quantized.h for the byte order).

@@ -6,6 +6,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
 
 namespace nanovllm {
@@ -26,6 +27,9 @@ class CpuBackend final : public Backend {
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }
+  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
+    return cpu::sample(logits, batch, pool_);
+  }
 
  protected:
   // The contract checks ran in Backend's fronts (kernels/op_contract.cc).

@@ -12,12 +12,6 @@ namespace nanovllm {
 namespace cuda {
 namespace {
 
-void need_cuda(const Tensor& t, const char* what) {
-  NV_CHECK(t.device() == Device::CUDA, what, " must be a CUDA tensor, got ", t.str());
-}
-void need_dtype(const Tensor& t, DType d, const char* what) {
-  NV_CHECK(t.dtype() == d, what, " must be ", dtype_name(d), ", got ", t.str());
-}
 // Product of every dimension but the last (the op contract fixed the shapes).
 int64_t rows_of(const Tensor& t) {
   int64_t r = 1;
@@ -260,27 +254,6 @@ void CudaBackend::gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& o
 
 void CudaBackend::add_inplace_impl(Tensor& a, const Tensor& b) {
   launch_add_inplace(a.raw(), b.raw(), a.dtype(), a.numel(), stream_);
-}
-
-Tensor CudaBackend::sample(const Tensor& logits, const std::vector<SampleRow>& rows) {
-  need_cuda(logits, "logits");
-  need_dtype(logits, DType::F32, "logits");
-  NV_CHECK(logits.ndim() == 2, "logits must be [S, V], got ", logits.str());
-  const int64_t S = logits.size(0), V = logits.size(1);
-  NV_CHECK(int64_t(rows.size()) == S, "sample: ", rows.size(), " parameter rows for ", S,
-           " logits rows");
-  Tensor out = empty({S}, DType::I32);
-  if (S == 0) return out;
-  // SampleRow array as raw bytes (sizeof(SampleRow) is a multiple of 4).
-  Tensor dev_rows = empty({int64_t((S * sizeof(SampleRow) + 3) / 4)}, DType::I32);
-  void* host = pinned(S * sizeof(SampleRow));
-  std::memcpy(host, rows.data(), S * sizeof(SampleRow));
-  CUDA_CHECK(cudaMemcpyAsync(dev_rows.raw(), host, S * sizeof(SampleRow), cudaMemcpyHostToDevice,
-                             stream_));
-  CUDA_CHECK(cudaEventRecord(staged_, stream_));
-  launch_sample(logits.data<float>(), S, V, static_cast<const SampleRow*>(dev_rows.raw()),
-                out.data<int32_t>(), stream_);
-  return out;
 }
 
 CudaBackend::MemoryInfo CudaBackend::memory_info() {

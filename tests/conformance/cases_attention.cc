@@ -199,6 +199,8 @@ void add_attention_cases(std::vector<Case>& out) {
   add(out, "prefill", {{{0, 37}, {0, 19}, {0, 1}}, 8, 2, 32, 16});
   add(out, "prefix_cached_prefill", {{{16, 19}, {5, 15}, {100, 28}, {0, 40}}, 8, 8, 64, 16});
   add(out, "chunked_prefill", {{{37, 20}, {300, 5}, {15, 17}}, 16, 8, 128, 256});
+  add(out, "prefix_cached_prefill", {{{195, 5}, {936, 64}, {32, 1}, {0, 40}}, 4, 4, 64, 256});
+  add(out, "prefix_cached_prefill", {{{37, 33}, {0, 128}, {293, 7}}, 16, 2, 128, 256});
   add(out, "decode_block_boundaries", {decode_seqs({1, 15, 16, 17, 31, 32, 33, 300}), 16, 4, 128, 16, true});
   add(out, "decode_block_boundaries", {decode_seqs({1, 255, 256, 257, 511, 512, 513}), 8, 8, 64, 256, true});
   add(out, "mixed_prefill_and_decode", {{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16});

@@ -33,7 +33,7 @@ void add_linear_cases(std::vector<Case>& out, DType act) {
     int64_t T, N, K;
   };
   // T = 1: decode GEMV (K not a multiple of 16: tails); 9: small batch; 33: prefill-sized
-  // (oneDNN on CPU, K and N odd); 5 x 1000 x 1024: lm-head-like.
+  // (oneDNN on CPU, K and N odd); 300 x 384 x 256: prefill GEMM; 5 x 1000 x 1024: lm-head-like.
   for (Shape3 s : {Shape3{1, 77, 200}, Shape3{9, 64, 96}, Shape3{33, 50, 131}})
     for (DType wdt : {DType::F32, DType::BF16, DType::F16})
       for (DType odt : outs)
@@ -45,6 +45,13 @@ void add_linear_cases(std::vector<Case>& out, DType act) {
                            linear_case(hx, s.T, s.N, s.K, wdt, odt, bias);
                          }});
         }
+  // A prefill-sized bf16 GEMM (several cuBLASLt tiles in each direction).
+  for (DType odt : outs)
+    for (bool bias : {false, true})
+      out.push_back({"linear_t300_n384_k256_wbf16_out_" + dt_tag(odt) + (bias ? "_bias" : ""),
+                     false, [=](Harness& hx) {
+                       linear_case(hx, 300, 384, 256, DType::BF16, odt, bias);
+                     }});
   out.push_back({"linear_lm_head_t5_n1000_k1024_wbf16_out_f32", false,
                  [](Harness& hx) { linear_case(hx, 5, 1000, 1024, DType::BF16, DType::F32, false); }});
 }

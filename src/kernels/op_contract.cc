@@ -87,25 +87,27 @@ void embedding(const Backend& be, const Tensor& ids, const Tensor& table, int64_
            " must be [", T, ", ", H, "] for ids ", ids.str(), " and table ", table.str());
 }
 
+namespace {
+// x [T, H] act with `other` (out / residual) of its shape and dtype; weight [H] float.
+void norm_args(const Backend& be, const Tensor& x, const Tensor& other, const Tensor& w,
+               float eps, const char* op, const char* other_name) {
+  act(be, x, op, "x");
+  on_device(be, other, op, other_name);
+  floating(be, w, op, "weight");
+  eps_ok(eps, op);
+  NV_CHECK(x.ndim() >= 1 && w.ndim() == 1 && w.numel() == x.size(-1) && w.numel() > 0, op,
+           ": weight ", w.str(), " must be [H] for x ", x.str());
+  same_shape_dtype(x, other, op, other_name);
+}
+}  // namespace
+
 void rms_norm(const Backend& be, const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
-  act(be, x, "rms_norm", "x");
-  floating(be, w, "rms_norm", "weight");
-  on_device(be, out, "rms_norm", "out");
-  eps_ok(eps, "rms_norm");
-  NV_CHECK(x.ndim() >= 1 && w.ndim() == 1 && w.numel() == x.size(-1) && w.numel() > 0,
-           "rms_norm: weight ", w.str(), " must be [H] for x ", x.str());
-  same_shape_dtype(x, out, "rms_norm", "out");
+  norm_args(be, x, out, w, eps, "rms_norm", "out");
 }
 
 void add_rms_norm(const Backend& be, const Tensor& x, const Tensor& residual, const Tensor& w,
                   float eps) {
-  act(be, x, "add_rms_norm", "x");
-  on_device(be, residual, "add_rms_norm", "residual");
-  floating(be, w, "add_rms_norm", "weight");
-  eps_ok(eps, "add_rms_norm");
-  NV_CHECK(x.ndim() >= 1 && w.ndim() == 1 && w.numel() == x.size(-1) && w.numel() > 0,
-           "add_rms_norm: weight ", w.str(), " must be [H] for x ", x.str());
-  same_shape_dtype(x, residual, "add_rms_norm", "residual");
+  norm_args(be, x, residual, w, eps, "add_rms_norm", "residual");
 }
 
 void linear(const Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias,

@@ -1,0 +1,60 @@
+"""GPU machine: nanovllm's CPU backend (f32 activations) against its CUDA backend (bf16) on the
+same weights, by the rules of logits_compare.py.
+
+Per model: logits at every position of a 64-token prompt (rel err <= 2e-2, top-1 with near
+ties), then 4 prompts x 32 greedy tokens generated in one batch on each backend (equal up to a
+divergence at a near tie of the CPU run). tie_eps = 1e-2 x max |CPU logit| of the prompt.
+
+    cpu_vs_cuda.py NANOVLLM_BIN --json-out FILE MODEL_DIR...
+Exit 0 when every model passes, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import logits_compare as lc  # noqa: E402
+import nv_cli  # noqa: E402
+
+
+def check_model(nv, model):
+    vocab = nv_cli.model_config(model)["vocab_size"]
+    ids = nv_cli.random_prompt(vocab, 64, seed=1)
+    cpu = nv_cli.logits(nv, model, ids, "cpu")
+    cuda = nv_cli.logits(nv, model, ids, "cuda")
+    res = {"logits": lc.compare_logits(cuda, cpu, rel_tol=2e-2, tie_frac=1e-2)}
+    eps = res["logits"].get("tie_eps", 0.0)
+    prompts = [nv_cli.random_prompt(vocab, n, seed=10 + n) for n in (5, 17, 40, 64)]
+    g_cpu = nv_cli.generate(nv, model, prompts, "cpu", 32)
+    g_cuda = nv_cli.generate(nv, model, prompts, "cuda", 32)
+    res["greedy"] = lc.compare_greedy(g_cpu["outputs"], g_cuda["outputs"], eps)
+    res["ok"] = res["logits"]["ok"] and res["greedy"]["ok"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("nv")
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--json-out", required=True)
+    a = ap.parse_args()
+    results, ok = {}, True
+    for m in a.models:
+        name = os.path.basename(os.path.normpath(m))
+        try:
+            r = check_model(a.nv, m)
+            print(lc.summary_line(f"{name} logits cpu vs cuda", r["logits"]))
+            print(lc.summary_line(f"{name} greedy cpu vs cuda", r["greedy"]))
+        except Exception as e:  # noqa: BLE001 (one model's failure must not hide the others)
+            r = {"ok": False, "error": str(e)}
+            print(f"{name}: FAIL: {e}")
+        results[name] = r
+        ok = ok and r["ok"]
+    with open(a.json_out, "w") as f:
+        json.dump({"ok": ok, "models": results}, f, indent=1)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

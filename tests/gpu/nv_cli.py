@@ -1,0 +1,64 @@
+"""Runs the `nanovllm` CLI for gpu-check's comparison scripts (numpy only)."""
+import json
+import os
+import random
+import subprocess
+import tempfile
+
+import numpy as np
+
+
+def model_config(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        return json.load(f)
+
+
+def random_prompt(vocab, length, seed):
+    """`length` token ids in [3, min(vocab, 5000)): no BOS/EOS/pad ids of the small vocabularies."""
+    rng = random.Random(seed)
+    return [rng.randrange(3, min(vocab, 5000)) for _ in range(length)]
+
+
+def run(nv, args, timeout=600):
+    """Runs `nv args...`; raises RuntimeError with its stderr on failure."""
+    p = subprocess.run([nv] + [str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(nv)} {' '.join(map(str, args))}: exit "
+                           f"{p.returncode}: {p.stderr.strip()[-2000:]}")
+    return p.stdout
+
+
+def logits(nv, model_dir, ids, device, extra=()):
+    """[T, V] float32 logits of `nanovllm logits` at every prompt position."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "logits.npy")
+        run(nv, ["logits", "--device", device, "--model", model_dir,
+                 "--prompt-ids", ",".join(map(str, ids)), "--out", out] + list(extra))
+        return np.load(out)
+
+
+def generate(nv, model_dir, prompts, device, max_tokens, extra=()):
+    """Greedy `nanovllm generate --json --logprobs 2 --ignore-eos` of several prompts in one
+    batch; returns the parsed JSON (outputs[i].token_ids, outputs[i].logprobs, stats...)."""
+    args = ["generate", "--device", device, "--model", model_dir, "--max-tokens", max_tokens,
+            "--temperature", 0, "--ignore-eos", "--logprobs", 2, "--json"]
+    for p in prompts:
+        args += ["--prompt-ids", ",".join(map(str, p))]
+    return json.loads(run(nv, args + list(extra)))
+
+
+def find_keys(obj, keys):
+    """{key: value} for each key at its shallowest occurrence in a nested JSON value
+    (breadth-first: a top-level field wins over one inside a sub-object)."""
+    found, level = {}, [obj]
+    while level:
+        nxt = []
+        for o in level:
+            items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+            for k, v in items:
+                if isinstance(o, dict) and k in keys and k not in found:
+                    found[k] = v
+                nxt.append(v)
+        level = nxt
+    return found

@@ -8,8 +8,6 @@ divergence at a near tie of the CPU run). tie_eps = 1e-2 x max |CPU logit| of th
     cpu_vs_cuda.py NANOVLLM_BIN --json-out FILE MODEL_DIR...
 Exit 0 when every model passes, 1 otherwise.
 """
-import argparse
-import json
 import os
 import sys
 
@@ -34,25 +32,15 @@ def check_model(nv, model):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("nv")
-    ap.add_argument("models", nargs="+")
-    ap.add_argument("--json-out", required=True)
-    a = ap.parse_args()
-    results, ok = {}, True
-    for m in a.models:
-        name = os.path.basename(os.path.normpath(m))
-        try:
-            r = check_model(a.nv, m)
-            print(lc.summary_line(f"{name} logits cpu vs cuda", r["logits"]))
-            print(lc.summary_line(f"{name} greedy cpu vs cuda", r["greedy"]))
-        except Exception as e:  # noqa: BLE001 (one model's failure must not hide the others)
-            r = {"ok": False, "error": str(e)}
-            print(f"{name}: FAIL: {e}")
-        results[name] = r
-        ok = ok and r["ok"]
-    with open(a.json_out, "w") as f:
-        json.dump({"ok": ok, "models": results}, f, indent=1)
+    a = nv_cli.parse_args(many_models=True)
+
+    def report(name, r):
+        print(lc.summary_line(f"{name} logits cpu vs cuda", r["logits"]))
+        print(lc.summary_line(f"{name} greedy cpu vs cuda", r["greedy"]))
+
+    results = nv_cli.for_each_model(a.models, lambda m: check_model(a.nv, m), report)
+    ok = all(r["ok"] for r in results.values())
+    nv_cli.write_json(a.json_out, {"ok": ok, "models": results})
     return 0 if ok else 1
 
 

@@ -7,7 +7,6 @@ speed-up of graphs and the executor / graph_pool_bytes fields of the engine's JS
 
     decode_step.py NANOVLLM_BIN --json-out FILE MODEL_DIR
 """
-import argparse
 import json
 import os
 import sys
@@ -30,11 +29,7 @@ def step_ms(nv, model, bs, eager):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("nv")
-    ap.add_argument("model")
-    ap.add_argument("--json-out", required=True)
-    a = ap.parse_args()
+    a = nv_cli.parse_args(many_models=False)
     rows, ok = [], True
     for bs in BATCHES:
         row = {"batch": bs}
@@ -50,8 +45,7 @@ def main():
         print(f"batch {bs:4d}: graph {g if g is None else round(g, 3)} ms, eager "
               f"{e if e is None else round(e, 3)} ms, speed-up {row['graph_speedup']}, "
               f"executor {row['graph'].get('executor')}, graph pool {row['graph'].get('graph_pool_bytes')}")
-    with open(a.json_out, "w") as f:
-        json.dump({"ok": ok, "rows": rows}, f, indent=1)
+    nv_cli.write_json(a.json_out, {"ok": ok, "rows": rows})
     return 0 if ok else 1
 
 

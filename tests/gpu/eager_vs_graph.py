@@ -7,8 +7,6 @@ The engines' own report must show graphs in the default run and none in the eage
 
     eager_vs_graph.py NANOVLLM_BIN --json-out FILE MODEL_DIR
 """
-import argparse
-import json
 import os
 import sys
 
@@ -20,11 +18,7 @@ TIE_EPS = 0.05
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("nv")
-    ap.add_argument("model")
-    ap.add_argument("--json-out", required=True)
-    a = ap.parse_args()
+    a = nv_cli.parse_args(many_models=False)
     vocab = nv_cli.model_config(a.model)["vocab_size"]
     prompts = [nv_cli.random_prompt(vocab, 3 + 9 * i, seed=30 + i) for i in range(8)]
     graph = nv_cli.generate(a.nv, a.model, prompts, "cuda", 64)
@@ -53,8 +47,7 @@ def main():
           f"max |d logprob| before divergence {dmax:.3g}")
     for p in problems:
         print("FAIL:", p)
-    with open(a.json_out, "w") as f:
-        json.dump(res, f, indent=1)
+    nv_cli.write_json(a.json_out, res)
     return 0 if res["ok"] else 1
 
 

@@ -10,8 +10,6 @@ transformers' logits). tie_eps = 1e-2 x max |reference logit| of the prompt.
 
     hf_compare.py NANOVLLM_BIN --json-out FILE MODEL_DIR...
 """
-import argparse
-import json
 import os
 import sys
 
@@ -74,29 +72,19 @@ def check_model(nv, model_dir):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("nv")
-    ap.add_argument("models", nargs="+")
-    ap.add_argument("--json-out", required=True)
-    a = ap.parse_args()
+    a = nv_cli.parse_args(many_models=True)
     import transformers
     print(f"transformers {transformers.__version__}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name(0)}")
-    results, ok = {}, True
-    for m in a.models:
-        name = os.path.basename(os.path.normpath(m))
-        try:
-            r = check_model(a.nv, m)
-            for k in ("cuda_logits", "cpu_logits", "greedy"):
-                print(lc.summary_line(f"{name} {k} vs transformers ({r['hf_dtype']})", r[k]))
-        except Exception as e:  # noqa: BLE001 (one model's failure must not hide the others)
-            r = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            print(f"{name}: FAIL: {r['error']}")
-        results[name] = r
-        ok = ok and r["ok"]
-    with open(a.json_out, "w") as f:
-        json.dump({"ok": ok, "transformers": transformers.__version__, "models": results}, f,
-                  indent=1)
+
+    def report(name, r):
+        for k in ("cuda_logits", "cpu_logits", "greedy"):
+            print(lc.summary_line(f"{name} {k} vs transformers ({r['hf_dtype']})", r[k]))
+
+    results = nv_cli.for_each_model(a.models, lambda m: check_model(a.nv, m), report)
+    ok = all(r["ok"] for r in results.values())
+    nv_cli.write_json(a.json_out, {"ok": ok, "transformers": transformers.__version__,
+                                   "models": results})
     return 0 if ok else 1
 
 

@@ -1,4 +1,6 @@
-"""Runs the `nanovllm` CLI for gpu-check's comparison scripts (numpy only)."""
+"""Runs the `nanovllm` CLI for gpu-check's comparison scripts, and their shared command line
+(NANOVLLM_BIN MODEL_DIR... --json-out FILE) and per-model loop (numpy only)."""
+import argparse
 import json
 import os
 import random
@@ -62,3 +64,36 @@ def find_keys(obj, keys):
                 nxt.append(v)
         level = nxt
     return found
+
+
+def parse_args(many_models):
+    """NANOVLLM_BIN, then one MODEL_DIR (a.model) or several (a.models), and --json-out."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("nv", help="the nanovllm binary")
+    if many_models:
+        ap.add_argument("models", nargs="+")
+    else:
+        ap.add_argument("model")
+    ap.add_argument("--json-out", required=True)
+    return ap.parse_args()
+
+
+def for_each_model(models, check, report):
+    """{model name: check(dir)} over the model folders; check returns a dict with "ok"; report(name,
+    result) prints it. An exception fails that model only, so one failure hides no other."""
+    results = {}
+    for m in models:
+        name = os.path.basename(os.path.normpath(m))
+        try:
+            r = check(m)
+            report(name, r)
+        except Exception as e:  # noqa: BLE001
+            r = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            print(f"{name}: FAIL: {r['error']}")
+        results[name] = r
+    return results
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)

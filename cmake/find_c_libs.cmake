@@ -23,7 +23,7 @@ function(nv_find_c_lib name)
     set(_lib ${${V}_LIB})
   endif()
   if(NOT ${V}_INC OR (A_NAMES AND NOT _lib))
-    message(FATAL_ERROR "${name}: ${A_HEADER} or library '${A_NAMES}' not found "
+    message(FATAL_ERROR "${name}: ${A_HEADER} (header) or lib '${A_NAMES}' not found "
             "(${V}_INC='${${V}_INC}', ${V}_LIB='${_lib}'). Install the Debian -dev packages "
             "(scripts/deps.sh), or on a GPU machine use scripts/gpu-build.sh with the bundle of "
             "scripts/gpu-bundle.sh, or pass -D${V}_INC=<dir> -D${V}_LIB=<file>.")

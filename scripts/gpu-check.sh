@@ -60,7 +60,7 @@ elapsed() { echo $(($(date +%s) - START)); }
 publish() {
   "$PY" "$ROOT/tests/gpu/gpu_summary.py" --steps "$STEPS" --logdir "$LOGDIR" --model "$BIG" \
     --out "$OUT" >/dev/null 2>"$LOGDIR/summary.err" || cp "$STEPS" "$OUT/summary.txt"
-  cat "$LOGDIR"/*.log >"$OUT/gpu-check.log" 2>/dev/null
+  cut -f1 "$STEPS" | while read -r n; do cat "$LOGDIR/$n.log" 2>/dev/null; done >"$OUT/gpu-check.log"
 }
 
 record() {  # record NAME STATUS SECONDS NOTE
@@ -121,7 +121,7 @@ need models "$NV" && step models 150 bash -c 'set -e; mkdir -p "$MODELS"
     "$NV" make-model --arch qwen3 --preset qwen3-0.6b --dtype bf16 --seed 0 --out "$BIG"
   [ -f "$SMALL/config.json" ] ||
     "$NV" make-model --arch qwen3 --preset small --dtype bf16 --seed 0 --out "$SMALL"
-  ls -la "$BIG" "$SMALL"'
+  du -sh "$BIG" "$SMALL" | tr "\n" " "; echo'
 # stories260K (Llama, head_dim 8, real weights) and its Qwen2 twin come from the bundle.
 CMP_MODELS=("$SMALL" "$BIG")
 for m in "$STORIES" "$BUNDLE/models/stories260K-qwen2-hf"; do

@@ -16,16 +16,17 @@ import logits_compare as lc  # noqa: E402
 import nv_cli  # noqa: E402
 
 
-def check_model(nv, model):
+def check_model(nv, model, test_device="cuda"):
+    """test_device "cpu" compares the CPU backend with itself (the CPU machine's self-test)."""
     vocab = nv_cli.model_config(model)["vocab_size"]
     ids = nv_cli.random_prompt(vocab, 64, seed=1)
     cpu = nv_cli.logits(nv, model, ids, "cpu")
-    cuda = nv_cli.logits(nv, model, ids, "cuda")
+    cuda = nv_cli.logits(nv, model, ids, test_device)
     res = {"logits": lc.compare_logits(cuda, cpu, rel_tol=2e-2, tie_frac=1e-2)}
     eps = res["logits"].get("tie_eps", 0.0)
     prompts = [nv_cli.random_prompt(vocab, n, seed=10 + n) for n in (5, 17, 40, 64)]
     g_cpu = nv_cli.generate(nv, model, prompts, "cpu", 32)
-    g_cuda = nv_cli.generate(nv, model, prompts, "cuda", 32)
+    g_cuda = nv_cli.generate(nv, model, prompts, test_device, 32)
     res["greedy"] = lc.compare_greedy(g_cpu["outputs"], g_cuda["outputs"], eps)
     res["ok"] = res["logits"]["ok"] and res["greedy"]["ok"]
     return res

@@ -48,6 +48,11 @@ def test_counts(log_text):
     return None
 
 
+def short(text, n=120):
+    """An error message cut to n characters (the full text is in summary.json and the log)."""
+    return text if not text or len(text) <= n else text[:n - 3] + "..."
+
+
 def fmt_logits(r):
     if not r or "error" in r:
         return f"error: {r.get('error') if r else 'missing'}"
@@ -71,11 +76,12 @@ def result_line(name, data, log_text):
     if data is None:
         return None
     if name == "cpu_vs_cuda":
-        return "; ".join(f"{m}: " + (r.get("error") or f"{fmt_logits(r['logits'])}, {fmt_greedy(r['greedy'])}")
+        return "; ".join(f"{m}: " + (short(r.get("error")) or f"{fmt_logits(r['logits'])}, "
+                                     f"{fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
     if name == "hf_compare":
-        return "; ".join(f"{m}: " + (r.get("error") or f"cuda {fmt_logits(r['cuda_logits'])}, cpu "
-                                     f"{fmt_logits(r['cpu_logits'])}, {fmt_greedy(r['greedy'])}")
+        return "; ".join(f"{m}: " + (short(r.get("error")) or f"cuda {fmt_logits(r['cuda_logits'])}, "
+                                     f"cpu {fmt_logits(r['cpu_logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
     if name == "eager_vs_graph":
         return (f"{fmt_greedy(data)}, executor {data.get('graph_run', {}).get('executor')}"

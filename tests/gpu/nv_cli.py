@@ -26,8 +26,9 @@ def run(nv, args, timeout=600):
     p = subprocess.run([nv] + [str(a) for a in args], capture_output=True, text=True,
                        timeout=timeout)
     if p.returncode != 0:
-        raise RuntimeError(f"{os.path.basename(nv)} {' '.join(map(str, args))}: exit "
-                           f"{p.returncode}: {p.stderr.strip()[-2000:]}")
+        shown = " ".join(a if len(a) <= 40 else a[:37] + "..." for a in map(str, args))
+        raise RuntimeError(f"{os.path.basename(nv)} {shown}: exit {p.returncode}: "
+                           f"{p.stderr.strip()[-1500:]}")
     return p.stdout
 
 

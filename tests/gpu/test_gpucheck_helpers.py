@@ -285,6 +285,26 @@ class DebExtract(unittest.TestCase):
             self.assertEqual(deb_extract.main(["x", os.path.join(d, "o"), nodata]), 1)
 
 
+class CliSelfTest(unittest.TestCase):
+    """cpu_vs_cuda's pipeline with the CPU backend on both sides, through the built CLI
+    (NANOVLLM_BIN, set by ctest) on stories260K: must find identical logits and tokens. Guards
+    the CLI's logits / generate --logprobs output that gpu-check reads."""
+
+    def test_cpu_against_itself(self):
+        nv = os.environ.get("NANOVLLM_BIN", "")
+        data = os.environ.get("NANOVLLM_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+        model = os.path.join(data, "models", "stories260K-hf")
+        if not os.access(nv, os.X_OK) or not os.path.exists(os.path.join(model, "config.json")):
+            self.skipTest("needs NANOVLLM_BIN and ../shared/data (run through ctest)")
+        import cpu_vs_cuda
+        r = cpu_vs_cuda.check_model(nv, model, test_device="cpu")
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["logits"]["max_rel_err"], 0.0)
+        self.assertEqual(r["logits"]["rows"], 64)
+        self.assertEqual(r["greedy"]["identical"], 4)
+        self.assertTrue(all(s["tokens"] == 32 for s in r["greedy"]["sequences"]))
+
+
 class Misc(unittest.TestCase):
     def test_find_keys_and_prompts(self):
         j = {"stats": {"executor": "cuda-graph", "x": [{"graph_pool_bytes": 5}]}, "executor": "other"}

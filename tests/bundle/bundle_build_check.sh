@@ -26,6 +26,8 @@ NVCC="$(command -v nvcc || true)"; [ -n "$NVCC" ] || NVCC=/usr/local/cuda/bin/nv
 CUDA_HOME="$(realpath "$(dirname "$(realpath "$NVCC")")/..")"
 command -v unshare >/dev/null && command -v chroot >/dev/null || fail "unshare/chroot missing (util-linux, coreutils)"
 command -v mmdebstrap >/dev/null || fail "mmdebstrap missing: run scripts/deps.sh"
+unshare --mount --propagation private true 2>/dev/null ||
+  skip "this machine refuses mount namespaces (unshare --mount), which the chroot needs"
 mkdir -p "$WORK"
 t0=$(date +%s)
 

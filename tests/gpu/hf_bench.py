@@ -38,11 +38,22 @@ def n_tokens(result):
     return len(getattr(result, "generated_tokens", None) or [])
 
 
+def workload_hints(prompts, max_tokens):
+    """The sizing hints generate_batch() gives the manager (cache and batch sizes), where this
+    transformers has them."""
+    try:
+        from transformers.generation.continuous_batching.utils import WorkloadHints
+        return call(WorkloadHints, max_prompt_length=max(map(len, prompts)),
+                    max_generated_length=max(max_tokens), num_requests=len(prompts))
+    except (ImportError, TypeError):
+        return None
+
+
 def run_manager(model, gc, prompts, max_tokens, stop_at):
     res = {"api": "ContinuousBatchingManager.add_request (per-request max_new_tokens)"}
     t_setup = time.time()
     with call(model.continuous_batching_context_manager, generation_config=gc, block=True,
-              timeout=5, warmup=True) as mgr:
+              timeout=5, warmup=True, workload_hints=workload_hints(prompts, max_tokens)) as mgr:
         res["setup_seconds"] = time.time() - t_setup
         t0 = time.time()
         for i, (p, m) in enumerate(zip(prompts, max_tokens)):

@@ -136,3 +136,19 @@ TEST(Bf16, RowConversionMatchesScalar) {
   cpu::f32_to_bf16_row(v.data(), got.data(), int64_t(v.size()));
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(got[i], f32_to_bf16(v[i])) << i << " " << v[i];
 }
+
+// SiLU-and-mul's vectorized exp at the extremes: e^-v overflows for v << 0 (silu -> -0) and
+// underflows for v >> 0 (silu -> v); f64 reference.
+TEST(Elementwise, SiluAndMulExtremes) {
+  auto be = make_cpu_backend(1);
+  std::vector<float> g = {-200.f, -90.f, -87.5f, -20.f, -1.f, -1e-6f, 0.f, 1e-6f, 0.5f, 3.f,
+                          20.f, 88.f, 200.f, -3.3f, 7.7f, 1.f, 2.f, -2.f};
+  const int64_t I = int64_t(g.size());
+  Tensor gu = Tensor::empty({1, 2 * I}, DType::F32), out = Tensor::empty({1, I}, DType::F32);
+  for (int64_t i = 0; i < I; ++i) gu.data<float>()[i] = g[size_t(i)], gu.data<float>()[I + i] = 1.5f;
+  be->silu_and_mul(gu, out);
+  for (int64_t i = 0; i < I; ++i) {
+    const double v = g[size_t(i)], want = v / (1.0 + std::exp(-v)) * 1.5;
+    EXPECT_NEAR(out.data<float>()[i], want, 1e-6 * std::max(1.0, std::abs(want))) << "g = " << v;
+  }
+}

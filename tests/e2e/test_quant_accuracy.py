@@ -30,6 +30,11 @@ import e2e_util as U  # noqa: E402
 VARIANTS = {q: ["--quantization", q] for q in ["int8", "int4-g32", "int4-g64", "int4-g32-zp",
                                                "int4-g64-zp"]}
 VARIANTS["kv-bf16"] = ["--kv-cache-dtype", "bf16"]
+# The LM head's choice (measurement mode only): layers quantized, head int8 or unquantized.
+for q in ["int8", "int4-g32", "int4-g64-zp"]:
+    for head in ["int8", "none"]:
+        if head != q:
+            VARIANTS[f"{q}+head-{head}"] = ["--quantization", q, "--lm-head-quantization", head]
 TESTED = ["int8", "int4-g32", "int4-g64-zp", "kv-bf16"]
 STORIES_TEXT = [
     "Once upon a time, there was a little girl named Lily.",
@@ -52,15 +57,18 @@ BOUNDS = {
 
 def prompts_for(model, name, tmp):
     tok = os.path.join(model, "tokenizer.json")
-    if name == "stories260K" and os.path.exists(tok):
+    if name.startswith("stories260K") and os.path.exists(tok):
         path = os.path.join(tmp, "prompts.json")
         with open(path, "w") as f:
             json.dump(STORIES_TEXT, f)
         out = U.run_cli(["tokenize", "--tokenizer", model, "--batch", "--add-special-tokens",
                          "--file", path])
         return [list(map(int, ids)) for ids in json.loads(out)]
+    with open(os.path.join(model, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
     rng = random.Random(16)  # random models: fixed random ids
-    return [[rng.randrange(1000, 100000) for _ in range(rng.randint(12, 24))] for _ in range(8)]
+    return [[rng.randrange(vocab // 100, vocab // 2) for _ in range(rng.randint(12, 24))]
+            for _ in range(8)]
 
 
 def logits(model, ids, label, tmp):

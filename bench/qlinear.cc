@@ -5,9 +5,12 @@
 // median of the rounds. Small M is reported as GB/s of weight bytes (bandwidth-bound), larger M
 // as GFLOP/s (2 M N K per call). Weights are ~24 MB per format set, so they are read from DRAM
 // (the L3 of a shared VM is not ours to count on).
-// Usage: bench_qlinear [--rounds N] [--threads T] [--json]
+// --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
+// loaded machine's descheduling does not count (it still shares caches and the memory bus).
+// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -24,16 +27,27 @@ using clk = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   int rounds = 7, threads = 0;
-  bool json = false;
+  bool json = false, cpu_time = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--cpu-time")) cpu_time = true;
     else {
-      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--json]\n");
+      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]\n");
       return 2;
     }
   }
+  if (cpu_time && threads != 1) {
+    std::fprintf(stderr, "error: --cpu-time needs --threads 1 (it times the calling thread)\n");
+    return 2;
+  }
+  auto now = [cpu_time] {
+    if (!cpu_time) return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
   auto be = make_cpu_backend(threads);
   const std::vector<std::string> formats = {"bf16", "int8", "int4-g32", "int4-g64", "int4-g32-zp",
                                             "int4-g64-zp"};
@@ -60,6 +74,7 @@ int main(int argc, char** argv) {
   }
   nlohmann::json out;
   out["threads"] = threads;
+  out["cpu_time"] = cpu_time;
   out["quantized_isa"] = cpu::quantized_isa();
   if (!json) std::printf("quantized kernels: %s\n", cpu::quantized_isa());
   for (size_t s = 0; s < shapes.size(); ++s) {
@@ -73,9 +88,9 @@ int main(int argc, char** argv) {
       for (int r = 0; r < rounds; ++r)
         for (size_t f = 0; f < formats.size(); ++f) {
           be->linear(x, w[s][f][0], nullptr, y);  // warm (plans, buffers)
-          auto t0 = clk::now();
+          const double t0 = now();
           for (int c = 0; c < calls; ++c) be->linear(x, w[s][f][size_t(c % kCopies)], nullptr, y);
-          secs[f].push_back(std::chrono::duration<double>(clk::now() - t0).count() / calls);
+          secs[f].push_back((now() - t0) / calls);
         }
       nlohmann::json row;
       if (!json) std::printf("%-8s M=%-4ld", sh.name, long(M));

@@ -137,7 +137,7 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
   act(be, out, "linear", "out");
   on_device(be, w.data, "linear", "quantized weight");
   NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8 && w.K >= 1 &&
-               w.data.numel() == w.N * w.row_bytes,
+               w.data.numel() == w.Np / QuantizedWeight::kBlockRows * w.block_bytes,
            "linear: quantized weight ", w.data.str(), " (", w.scheme.str(), ", [", w.N, ", ", w.K,
            "]) is malformed");
   NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.K, "linear: x ", x.str(), " must be [T, ", w.K,

@@ -9,17 +9,17 @@
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
-// Storage (QuantizedWeight::data, U8, row n at data + n * row_bytes; K padded with zero
-// weights to Kp):
-// - int8: Kp = K rounded up to 64; row = Kp bytes of q (two's complement). scales F32 [N],
-//   row_sums I32 [N] = sum_k q[n,k] (the kernels feed x8 + 128 as unsigned bytes and subtract
-//   128 * row_sum).
-// - int4: superblocks of 16 groups (SB = 16 * group weights); Kp = K rounded up to SB. A row is
-//   Kp / SB records of [8 * group bytes of packed q][16 f16 scales][16 f16 mins, zero points
-//   only]. In a record, 64-byte line t holds unpacked vectors V(2t) (low nibbles) and V(2t+1)
-//   (high nibbles); V(i) byte 4j + b is q of group j, element 4i + b. So one vpdpbusd of V(i)
-//   with the matching activation bytes adds 4 products to every group's lane j, and a
-//   superblock ends with 16 per-group integer dots in one vector (no horizontal sums).
+// Storage (QuantizedWeight::data, U8): rows in blocks of 16 (N padded to Np with zero rows),
+// block b at data + b * block_bytes; K padded with zero weights to Kp. In a block, each 64-byte
+// vector holds 4 consecutive k of all 16 rows (byte 4r + j: row 16b + r, k = 4i + j), so one
+// vpdpbusd with 4 broadcast activation bytes adds 4 products to each row's lane, and a block
+// ends with its 16 outputs in one vector (no horizontal sums):
+// - int8: Kp = K rounded up to 4; a block is Kp / 4 vectors of q (two's complement).
+//   scales F32 [Np], row_sums I32 [Np] = sum_k q[n,k] (the VNNI kernels feed x8 + 128 as the
+//   unsigned operand and subtract 128 * row_sum).
+// - int4: Kp = K rounded up to the group; a block is Kp / group records of
+//   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only]. Line t's low
+//   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -43,14 +43,16 @@ struct QuantScheme {
 QuantScheme parse_quant_scheme(const std::string& s);
 
 struct QuantizedWeight {
+  static constexpr int64_t kBlockRows = 16;
   QuantScheme scheme;
-  int64_t N = 0, K = 0;   // logical shape [N, K]
-  int64_t Kp = 0;         // padded K (see above)
-  int64_t row_bytes = 0;  // bytes of one row in data
-  Tensor data;            // U8 [N, row_bytes]
-  Tensor scales;          // int8: F32 [N]
-  Tensor row_sums;        // int8: I32 [N]
-  int64_t superblock() const { return int64_t(16) * scheme.group; }
+  int64_t N = 0, K = 0;     // logical shape [N, K]
+  int64_t Np = 0, Kp = 0;   // padded (see above)
+  int64_t block_bytes = 0;  // bytes of one block of 16 rows in data
+  Tensor data;              // U8 [Np / 16, block_bytes]
+  Tensor scales;            // int8: F32 [Np]
+  Tensor row_sums;          // int8: I32 [Np]
+  // int4: bytes of one group's record in a block.
+  int64_t group_record_bytes() const { return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0); }
   size_t nbytes() const { return data.nbytes() + scales.nbytes() + row_sums.nbytes(); }
 };
 

@@ -28,7 +28,7 @@ QIsa qisa() {
   return isa;
 }
 
-constexpr int64_t kRowBlock = 32;                   // weight rows per tile (reused from L1/L2)
+constexpr int64_t kTileBlocks = 2;                  // 16-row blocks per tile (reused from L1/L2)
 constexpr int64_t kMinChunkMacs = int64_t(1) << 17;  // as gemm.cc: tiny linears stay serial
 
 QWeightView view_of(const QuantizedWeight& w) {
@@ -36,8 +36,9 @@ QWeightView view_of(const QuantizedWeight& w) {
   v.kind = w.scheme.kind;
   v.group = w.scheme.group;
   v.zero_points = w.scheme.zero_points;
+  v.N = w.N;
   v.Kp = w.Kp;
-  v.row_bytes = w.row_bytes;
+  v.block_bytes = w.block_bytes;
   v.data = w.data.data<uint8_t>();
   if (w.scheme.kind == QuantKind::Int8) {
     v.scales = w.scales.data<float>();
@@ -53,11 +54,12 @@ struct ActBuffers {
   std::vector<int32_t> gsum8;
 };
 
-// x [M, K] f32 -> x8 per row (layout of qgemm_kernels.h: QActs), scales and group sums.
+// x [M, K] f32 -> x8 per row (natural order, K zero-padded to Kp), scales, int4 group sums.
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
   const bool int4 = w.kind == QuantKind::Int4;
+  const bool offset = offset128 && !int4;  // int4 takes signed activations
   const int g = w.group;
   const int64_t ng = int4 ? Kp / g : 0;
   b.x.resize(size_t(M * Kp));
@@ -65,24 +67,14 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
   if (int4 && !w.zero_points) b.gsum8.resize(size_t(M * ng));
   if (int4 && w.zero_points) b.gsumf.resize(size_t(M * ng));
   pool.parallel_for(M, [&](int64_t m0, int64_t m1) {
-    std::vector<int8_t> nat(int4 ? size_t(Kp) : 0);  // int4: natural order, then permuted
     for (int64_t m = m0; m < m1; ++m) {
       uint8_t* dst = b.x.data() + m * Kp;
-      if (!int4) {
-        b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, dst, offset128);
-        std::fill(dst + K, dst + Kp, uint8_t(offset128 ? 128 : 0));
-        continue;
-      }
-      b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, reinterpret_cast<uint8_t*>(nat.data()), false);
-      std::fill(nat.begin() + K, nat.end(), int8_t(0));
-      // Element e of group j (of superblock s) goes to byte (e/4)*64 + 4j + e%4: the group's
-      // 4-byte words are spread 64 bytes apart.
+      b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, dst, offset);
+      std::fill(dst + K, dst + Kp, uint8_t(offset ? 128 : 0));
       for (int64_t gi = 0; gi < ng; ++gi) {
-        const int64_t s0 = gi / 16 * 16 * int64_t(g), j = gi % 16;
-        const int8_t* src = nat.data() + gi * g;
+        const int8_t* src = reinterpret_cast<const int8_t*>(dst) + gi * g;
         int32_t sum = 0;
         for (int e = 0; e < g; ++e) sum += src[e];
-        for (int i = 0; i < g / 4; ++i) std::memcpy(dst + s0 + i * 64 + 4 * j, src + 4 * i, 4);
         if (w.zero_points) b.gsumf[size_t(m * ng + gi)] = float(sum);
         else b.gsum8[size_t(m * ng + gi)] = 8 * sum;
       }
@@ -91,7 +83,7 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
   QActs a;
   a.x = b.x.data();
   a.Kp = Kp;
-  a.offset128 = offset128;
+  a.offset128 = offset;
   a.sx = b.sx.data();
   a.gsum8 = int4 && !w.zero_points ? b.gsum8.data() : nullptr;
   a.gsumf = int4 && w.zero_points ? b.gsumf.data() : nullptr;
@@ -101,42 +93,39 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
 }  // namespace
 
 // The scalar reference: the same integer dots and per-group f32 scaling as the SIMD kernels
-// (signed activations, no 128 offset).
-void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t n0, int64_t n1, float* out,
+// (signed activations, no 128 offset), one row of a block at a time.
+void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                   int64_t ldo) {
   const int64_t Kp = w.Kp;
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t* row = w.data + n * w.row_bytes;
-    for (int m = 0; m < M; ++m) {
-      const int8_t* x = reinterpret_cast<const int8_t*>(a.x + m * Kp);
-      if (w.kind == QuantKind::Int8) {
-        int32_t d = 0;
-        for (int64_t k = 0; k < Kp; ++k) d += int32_t(x[k]) * int8_t(row[k]);
-        out[m * ldo + n] = a.sx[m] * w.scales[n] * float(d);
-        continue;
-      }
-      const int g = w.group, rec = 8 * g + 32 + (w.zero_points ? 32 : 0);
-      const int64_t nsb = Kp / (16 * g), ng = Kp / g;
-      float facc[16] = {};
-      for (int64_t s = 0; s < nsb; ++s) {
-        const uint8_t* r = row + s * rec;
-        const uint16_t* sc = reinterpret_cast<const uint16_t*>(r + 8 * g);
-        const int8_t* xs = x + s * 16 * g;
-        for (int j = 0; j < 16; ++j) {
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int64_t r = 0; r < 16 && 16 * b + r < w.N; ++r) {
+      const int64_t n = 16 * b + r;
+      for (int m = 0; m < M; ++m) {
+        const int8_t* x = reinterpret_cast<const int8_t*>(a.x + m * Kp);
+        if (w.kind == QuantKind::Int8) {
+          int32_t d = 0;
+          for (int64_t k = 0; k < Kp; ++k) d += int32_t(x[k]) * int8_t(blk[(k / 4) * 64 + 4 * r + k % 4]);
+          out[m * ldo + n] = float(d) * (w.scales[n] * a.sx[m]);
+          continue;
+        }
+        const int g = w.group, rec = 8 * g + 32 + (w.zero_points ? 32 : 0);
+        const int64_t ng = Kp / g;
+        float acc = 0.f;
+        for (int64_t gi = 0; gi < ng; ++gi) {
+          const uint8_t* rg = blk + gi * rec;
           int32_t d = 0;
           for (int e = 0; e < g; ++e) {
-            const int i = e / 4, pos = (i / 2) * 64 + 4 * j + e % 4;
-            d += int32_t((r[pos] >> (4 * (i % 2))) & 15) * xs[i * 64 + 4 * j + e % 4];
+            const int q = (rg[(e / 8) * 64 + 4 * r + e % 4] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+            d += q * x[gi * g + e];
           }
-          const int64_t gi = m * ng + s * 16 + j;
-          if (!w.zero_points) d -= a.gsum8[gi];
-          facc[j] = std::fma(float(d), f16_to_f32(sc[j]), facc[j]);
-          if (w.zero_points) facc[j] = std::fma(a.gsumf[gi], f16_to_f32(sc[16 + j]), facc[j]);
+          const uint16_t* sc = reinterpret_cast<const uint16_t*>(rg + 8 * g);
+          if (!w.zero_points) d -= a.gsum8[m * ng + gi];
+          acc = std::fma(float(d), f16_to_f32(sc[r]), acc);
+          if (w.zero_points) acc = std::fma(a.gsumf[m * ng + gi], f16_to_f32(sc[16 + r]), acc);
         }
+        out[m * ldo + n] = acc * a.sx[m];
       }
-      float y = 0.f;
-      for (float f : facc) y += f;
-      out[m * ldo + n] = a.sx[m] * y;
     }
   }
 }
@@ -170,19 +159,21 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
   const QActs acts = quantize_activations(x.data<float>(), M, K, wv, offset, buf, pool);
   float* op = out.data<float>();
-  pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
-    for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
-      const int64_t ne = std::min(n1, nb + kRowBlock);
+  // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
+  // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).
+  pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {
+    for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
+      const int64_t te = std::min(bb1, tb + kTileBlocks);
       for (int64_t m0 = 0; m0 < M; m0 += kQMaxRows) {
         QActs a = acts;
         a.x += m0 * acts.Kp;
         a.sx += m0;
         if (a.gsum8) a.gsum8 += m0 * (acts.Kp / wv.group);
         if (a.gsumf) a.gsumf += m0 * (acts.Kp / wv.group);
-        kernel(wv, a, int(std::min<int64_t>(kQMaxRows, M - m0)), nb, ne, op + m0 * N, N);
+        kernel(wv, a, int(std::min<int64_t>(kQMaxRows, M - m0)), tb, te, op + m0 * N, N);
       }
     }
-  }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
+  }, grain_for_work(M * K * QuantizedWeight::kBlockRows, kMinChunkMacs));
   add_bias_rows(bias, op, M, N);
 }
 

@@ -3,6 +3,8 @@
 // this ISA (the linker could otherwise pick that copy for the whole program).
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "kernels/cpu/qgemm_kernels.h"
 
 #pragma GCC target("avx2,fma,f16c")

@@ -3,13 +3,11 @@
 // build can never contain a VNNI instruction. Include only from those two files, after
 // defining NV_QVNNI (0 / 1) and NV_QENTRY (the entry point's name).
 //
-// 256-bit vectors: a 64-byte int4 line is two halves, groups 0-7 and 8-15 of the superblock.
-// Without VNNI the u8 x s8 products go through pmaddubsw (pairs summed to 16 bits) and pmaddwd
-// (to 32 bits). That saturates only beyond 2 * 255 * 127, so int8 uses |w| x sign(x, w) (at most
-// 2 * 127 * 127); int4 nibbles (at most 15) are safe as they are.
-#include <immintrin.h>
-
-#include "kernels/cpu/qgemm_kernels.h"
+// 256-bit vectors: a 64-byte weight vector (4 k of a block's 16 rows) is two halves, rows 0-7
+// and 8-15. Without VNNI the u8 x s8 products go through pmaddubsw (pairs summed to 16 bits) and
+// pmaddwd (to 32 bits). That saturates only beyond 2 * 255 * 127, so int8 uses |w| x sign(x, w)
+// (at most 2 * 127 * 127); int4 nibbles (at most 15) are safe as they are.
+#include <cstring>
 
 namespace nanovllm::cpu {
 namespace {
@@ -23,66 +21,73 @@ inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-inline int32_t hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
+inline __m256i bcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
-inline float hsum_ps(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
+
+// out[16 b + 8 h + r] for the rows that exist (n < N).
+inline void store_half(float* dst, __m256 v, int64_t n0, int64_t N) {
+  if (N - n0 >= 8) {
+    _mm256_storeu_ps(dst, v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int64_t i = 0; i < N - n0; ++i) dst[i] = tmp[i];
 }
 
 template <int MB>
-void int8_rows(const QWeightView& w, const QActs& a, int64_t n0, int64_t n1, float* out,
+void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
-  const int64_t Kp = w.Kp;
-  const float* scales = w.scales;
-  const int32_t* sums = w.row_sums;
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t* row = w.data + n * w.row_bytes;
-    __m256i acc[MB][2];
-    for (int m = 0; m < MB; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_si256();
-    for (int64_t k = 0; k < Kp; k += 32) {
-      const __m256i wv = load256(row + k);
+  const int64_t Kp = w.Kp, steps = Kp / 4;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
+      __m256i acc[MB];
+      for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
+      for (int64_t i = 0; i < steps; ++i) {
+        const __m256i wv = load256(blk + i * 64 + 32 * h);
 #if !NV_QVNNI
-      const __m256i aw = _mm256_sign_epi8(wv, wv);
+        const __m256i aw = _mm256_sign_epi8(wv, wv);
 #endif
-      const int c = int(k / 32) & 1;
-      for (int m = 0; m < MB; ++m) {
-        const __m256i xv = load256(a.x + m * Kp + k);
+        for (int m = 0; m < MB; ++m) {
+          const __m256i xv = bcast4(a.x + m * Kp + 4 * i);
 #if NV_QVNNI
-        acc[m][c] = dot_u8s8(acc[m][c], xv, wv);  // x + 128 (u8) x w (s8)
+          acc[m] = dot_u8s8(acc[m], xv, wv);  // x + 128 (u8) x w (s8)
 #else
-        acc[m][c] = dot_u8s8(acc[m][c], aw, _mm256_sign_epi8(xv, wv));
+          acc[m] = dot_u8s8(acc[m], aw, _mm256_sign_epi8(xv, wv));
 #endif
+        }
+      }
+      const int64_t n0 = 16 * b + 8 * h;
+      __m256i corr = _mm256_setzero_si256();
+      if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
+      const __m256 sc = _mm256_loadu_ps(w.scales + n0);
+      for (int m = 0; m < MB; ++m) {
+        const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[m], corr)),
+                                       _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[m])));
+        store_half(out + m * ldo + n0, y, n0, w.N);
       }
     }
-    const int32_t corr = a.offset128 ? 128 * sums[n] : 0;
-    for (int m = 0; m < MB; ++m)
-      out[m * ldo + n] = a.sx[m] * scales[n] *
-                         float(hsum_epi32(_mm256_add_epi32(acc[m][0], acc[m][1])) - corr);
   }
 }
 
 template <int MB, int G, bool ZP>
-void int4_rows(const QWeightView& w, const QActs& a, int64_t n0, int64_t n1, float* out,
+void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
-  const int64_t Kp = w.Kp, nsb = Kp / (16 * G), ng = Kp / G;
+  const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t* row = w.data + n * w.row_bytes;
-    __m256 facc[MB][2];
-    for (int m = 0; m < MB; ++m) facc[m][0] = facc[m][1] = _mm256_setzero_ps();
-    for (int64_t s = 0; s < nsb; ++s) {
-      const uint8_t* r = row + s * kRec;
-      const uint8_t* xs = a.x + s * 16 * G;
-      for (int h = 0; h < 2; ++h) {  // groups 8h .. 8h + 7
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
+      __m256 facc[MB];
+      for (int m = 0; m < MB; ++m) facc[m] = _mm256_setzero_ps();
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const uint8_t* r = blk + gi * kRec;
+        const uint8_t* xg = a.x + gi * G;
         __m256i acc[MB];
         for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
         for (int t = 0; t < kLines; ++t) {
@@ -90,9 +95,9 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t n0, int64_t n1, flo
           const __m256i vlo = _mm256_and_si256(v, lo4);
           const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
           for (int m = 0; m < MB; ++m) {
-            const uint8_t* xm = xs + m * Kp + 128 * t + 32 * h;
-            acc[m] = dot_u8s8(acc[m], vlo, load256(xm));
-            acc[m] = dot_u8s8(acc[m], vhi, load256(xm + 64));
+            const uint8_t* xm = xg + m * Kp + 8 * t;
+            acc[m] = dot_u8s8(acc[m], vlo, bcast4(xm));
+            acc[m] = dot_u8s8(acc[m], vhi, bcast4(xm + 4));
           }
         }
         const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
@@ -100,45 +105,46 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t n0, int64_t n1, flo
         if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
         for (int m = 0; m < MB; ++m) {
           __m256i d = acc[m];
-          const int64_t gi = m * ng + s * 16 + 8 * h;
-          if constexpr (!ZP) d = _mm256_sub_epi32(d, load256(a.gsum8 + gi));
-          facc[m][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[m][h]);
-          if constexpr (ZP) facc[m][h] = _mm256_fmadd_ps(_mm256_loadu_ps(a.gsumf + gi), mn, facc[m][h]);
+          if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
+          facc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[m]);
+          if constexpr (ZP) facc[m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
         }
       }
+      const int64_t n0 = 16 * b + 8 * h;
+      for (int m = 0; m < MB; ++m)
+        store_half(out + m * ldo + n0, _mm256_mul_ps(facc[m], _mm256_set1_ps(a.sx[m])), n0, w.N);
     }
-    for (int m = 0; m < MB; ++m) out[m * ldo + n] = a.sx[m] * hsum_ps(_mm256_add_ps(facc[m][0], facc[m][1]));
   }
 }
 
 template <int MB>
-void rows_m(const QWeightView& w, const QActs& a, int64_t n0, int64_t n1, float* out,
+void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
-  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, n0, n1, out, ldo);
+  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.group == 32)
-    return w.zero_points ? int4_rows<MB, 32, true>(w, a, n0, n1, out, ldo)
-                                : int4_rows<MB, 32, false>(w, a, n0, n1, out, ldo);
-  return w.zero_points ? int4_rows<MB, 64, true>(w, a, n0, n1, out, ldo)
-                              : int4_rows<MB, 64, false>(w, a, n0, n1, out, ldo);
+    return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
+                         : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);
+  return w.zero_points ? int4_rows<MB, 64, true>(w, a, b0, b1, out, ldo)
+                       : int4_rows<MB, 64, false>(w, a, b0, b1, out, ldo);
 }
 
 }  // namespace
 
-void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t n0, int64_t n1, float* out,
+void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   switch (M) {
-    case 1: return rows_m<1>(w, a, n0, n1, out, ldo);
-    case 2: return rows_m<2>(w, a, n0, n1, out, ldo);
-    case 3: return rows_m<3>(w, a, n0, n1, out, ldo);
-    case 4: return rows_m<4>(w, a, n0, n1, out, ldo);
-    default:  // 5..8: two calls of up to 4 rows (16 ymm accumulators would spill)
-      rows_m<4>(w, a, n0, n1, out, ldo);
+    case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
+    case 2: return rows_m<2>(w, a, b0, b1, out, ldo);
+    case 3: return rows_m<3>(w, a, b0, b1, out, ldo);
+    case 4: return rows_m<4>(w, a, b0, b1, out, ldo);
+    default:  // 5..8: two calls of up to 4 rows (more ymm accumulators would spill)
+      rows_m<4>(w, a, b0, b1, out, ldo);
       QActs rest = a;
       rest.x += 4 * a.Kp;
       rest.sx += 4;
       if (rest.gsum8) rest.gsum8 += 4 * (a.Kp / w.group);
       if (rest.gsumf) rest.gsumf += 4 * (a.Kp / w.group);
-      return NV_QENTRY(w, rest, M - 4, n0, n1, out + 4 * ldo, ldo);
+      return NV_QENTRY(w, rest, M - 4, b0, b1, out + 4 * ldo, ldo);
   }
 }
 

@@ -36,25 +36,37 @@ void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32
   *sum = total;
 }
 
-// One row of int4 in superblock records (see kernels/quantized.h for the byte order).
-void quantize_row_int4(const float* w, const QuantizedWeight& qw, uint8_t* row) {
+// Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k]; int4 q[r][k] of
+// group gi's record (the nibble: high when (k % 8) >= 4).
+int64_t int8_offset(int64_t r, int64_t k) { return (k / 4) * 64 + 4 * r + k % 4; }
+int64_t int4_offset(int64_t r, int64_t e) { return (e / 8) * 64 + 4 * r + e % 4; }
+
+// One block of 16 rows (w: [16, Kp] f32, zero padded) into its bytes.
+void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, uint8_t* dst) {
+  const int64_t Kp = qw.Kp, R = QuantizedWeight::kBlockRows;
+  std::memset(dst, 0, size_t(qw.block_bytes));
+  if (qw.scheme.kind == QuantKind::Int8) {
+    std::vector<int8_t> q(static_cast<size_t>(Kp));
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t n = block * R + r;
+      quantize_row_int8(w + r * Kp, Kp, q.data(), qw.scales.data<float>() + n,
+                        qw.row_sums.data<int32_t>() + n);
+      for (int64_t k = 0; k < Kp; ++k) dst[int8_offset(r, k)] = uint8_t(q[size_t(k)]);
+    }
+    return;
+  }
   const int g = qw.scheme.group;
   const bool zp = qw.scheme.zero_points;
-  const int64_t sb = qw.superblock(), nsb = qw.Kp / sb;
-  const int64_t rec = 8 * g + 32 + (zp ? 32 : 0);
-  std::vector<uint8_t> q(static_cast<size_t>(g));
-  for (int64_t s = 0; s < nsb; ++s) {
-    uint8_t* r = row + s * rec;
-    std::memset(r, 0, size_t(8 * g));
-    uint16_t* scales = reinterpret_cast<uint16_t*>(r + 8 * g);
+  const int64_t rec = qw.group_record_bytes();
+  uint8_t q[64];
+  for (int64_t gi = 0; gi < Kp / g; ++gi) {
+    uint8_t* r8 = dst + gi * rec;
+    uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 8 * g);
     uint16_t* mins = zp ? scales + 16 : nullptr;
-    for (int j = 0; j < 16; ++j) {
-      const float* src = w + s * sb + int64_t(j) * g;  // padded rows are zero
-      quantize_group_int4(src, g, zp, q.data(), &scales[j], mins ? &mins[j] : nullptr);
-      for (int e = 0; e < g; ++e) {
-        const int i = e / 4, b = e % 4;  // element e of group j sits in V(i), byte 4j + b
-        r[(i / 2) * 64 + 4 * j + b] |= uint8_t(q[size_t(e)] << (4 * (i % 2)));
-      }
+    for (int64_t r = 0; r < R; ++r) {
+      quantize_group_int4(w + r * Kp + gi * g, g, zp, q, &scales[r], mins ? &mins[r] : nullptr);
+      for (int e = 0; e < g; ++e)
+        r8[int4_offset(r, e)] |= uint8_t(q[e] << ((e % 8) >= 4 ? 4 : 0));
     }
   }
 }
@@ -68,62 +80,61 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
   const DType dt = w.dtype();
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
            "quantize_weight: weights must be F32, BF16 or F16, got ", w.str());
+  const int64_t R = QuantizedWeight::kBlockRows;
   QuantizedWeight q;
   q.scheme = scheme;
   q.N = w.size(0);
   q.K = w.size(1);
+  q.Np = round_up(q.N, R);
   if (scheme.kind == QuantKind::Int8) {
-    q.Kp = round_up(q.K, 64);
-    q.row_bytes = q.Kp;
-    q.scales = Tensor::empty({q.N}, DType::F32);
-    q.row_sums = Tensor::empty({q.N}, DType::I32);
+    q.Kp = round_up(q.K, 4);
+    q.block_bytes = R * q.Kp;
+    q.scales = Tensor::zeros({q.Np}, DType::F32);
+    q.row_sums = Tensor::zeros({q.Np}, DType::I32);
   } else {
     NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
              scheme.group);
-    q.Kp = round_up(q.K, q.superblock());
-    q.row_bytes = q.Kp / q.superblock() * (8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0));
+    q.Kp = round_up(q.K, scheme.group);
+    q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
   }
-  q.data = alloc ? alloc(q.N, q.row_bytes) : Tensor::empty({q.N, q.row_bytes}, DType::U8);
-  NV_CHECK(q.data.dtype() == DType::U8 && q.data.numel() == q.N * q.row_bytes,
+  const int64_t nblocks = q.Np / R;
+  q.data = alloc ? alloc(nblocks, q.block_bytes) : Tensor::empty({nblocks, q.block_bytes}, DType::U8);
+  NV_CHECK(q.data.dtype() == DType::U8 && q.data.numel() == nblocks * q.block_bytes,
            "quantize_weight: allocator returned ", q.data.str());
   const size_t esz = dtype_size(dt);
   const char* src = static_cast<const char*>(w.raw());
   uint8_t* dst = q.data.data<uint8_t>();
-  pool.parallel_for(q.N, [&](int64_t n0, int64_t n1) {
-    std::vector<float> row(static_cast<size_t>(q.Kp), 0.f);
-    for (int64_t n = n0; n < n1; ++n) {
-      convert_to_f32(src + size_t(n * q.K) * esz, dt, row.data(), q.K);
-      uint8_t* out = dst + n * q.row_bytes;
-      if (scheme.kind == QuantKind::Int8) {
-        std::memset(out, 0, size_t(q.row_bytes));
-        quantize_row_int8(row.data(), q.K, reinterpret_cast<int8_t*>(out),
-                          q.scales.data<float>() + n, q.row_sums.data<int32_t>() + n);
-      } else {
-        quantize_row_int4(row.data(), q, out);
-      }
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    std::vector<float> rows(size_t(R * q.Kp));
+    for (int64_t b = b0; b < b1; ++b) {
+      std::fill(rows.begin(), rows.end(), 0.f);  // padded rows and columns quantize to zero
+      for (int64_t r = 0; r < R && b * R + r < q.N; ++r)
+        convert_to_f32(src + size_t((b * R + r) * q.K) * esz, dt, rows.data() + r * q.Kp, q.K);
+      quantize_block(rows.data(), q, b, dst + b * q.block_bytes);
     }
-  }, grain_for_work(q.K, int64_t(1) << 16));
+  }, grain_for_work(R * q.K, int64_t(1) << 16));
   return q;
 }
 
 void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
   NV_CHECK(n >= 0 && n < q.N, "dequantize_row: row ", n, " of ", q.N);
-  const uint8_t* row = q.data.data<uint8_t>() + n * q.row_bytes;
+  const int64_t R = QuantizedWeight::kBlockRows, r = n % R;
+  const uint8_t* blk = q.data.data<uint8_t>() + (n / R) * q.block_bytes;
   if (q.scheme.kind == QuantKind::Int8) {
     const float s = q.scales.data<float>()[n];
-    for (int64_t k = 0; k < q.K; ++k) out[k] = s * float(int8_t(row[k]));
+    for (int64_t k = 0; k < q.K; ++k) out[k] = s * float(int8_t(blk[int8_offset(r, k)]));
     return;
   }
   const int g = q.scheme.group;
   const bool zp = q.scheme.zero_points;
-  const int64_t sb = q.superblock(), rec = 8 * g + 32 + (zp ? 32 : 0);
+  const int64_t rec = q.group_record_bytes();
   for (int64_t k = 0; k < q.K; ++k) {
-    const int64_t s = k / sb, j = (k % sb) / g, e = k % g, i = e / 4, b = e % 4;
-    const uint8_t* r = row + s * rec;
-    const int v = (r[(i / 2) * 64 + 4 * j + b] >> (4 * (i % 2))) & 15;
-    const uint16_t* scales = reinterpret_cast<const uint16_t*>(r + 8 * g);
-    const float sc = f16_to_f32(scales[j]);
-    out[k] = zp ? sc * float(v) + f16_to_f32(scales[16 + j]) : sc * float(v - 8);
+    const uint8_t* r8 = blk + (k / g) * rec;
+    const int64_t e = k % g;
+    const int v = (r8[int4_offset(r, e)] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+    const uint16_t* scales = reinterpret_cast<const uint16_t*>(r8 + 8 * g);
+    const float sc = f16_to_f32(scales[r]);
+    out[k] = zp ? sc * float(v) + f16_to_f32(scales[16 + r]) : sc * float(v - 8);
   }
 }
 

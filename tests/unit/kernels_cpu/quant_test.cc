@@ -163,8 +163,9 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, QuantLinearTest,
     ::testing::Combine(::testing::ValuesIn(kSchemes),
                        ::testing::Values(1, 2, 3, 4, 5, 8, 9, 33),
-                       // 1024: whole superblocks; 200 and 64: zero-padded K
-                       ::testing::Values(64, 200, 1024)));
+                       // 1024: whole groups; 200 (int4: padded to a group), 66 (int8:
+                       // padded to 4), 64
+                       ::testing::Values(64, 66, 200, 1024)));
 
 // A row of zeros quantizes to scale 0 and must give exact zeros (no 0/0).
 TEST(QuantLinear, ZeroActivationsAndWeights) {

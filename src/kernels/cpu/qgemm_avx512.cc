@@ -73,14 +73,20 @@ NV_TARGET_VNNI512 void int8_rows(const QWeightView& w, const QActs& a, int64_t b
   }
 }
 
+// int4: the high nibbles are used in place (v & 0xF0 = 16 q): their products accumulate 16x in
+// separate accumulators, shifted right by 4 (exact) per group. One op per 64 bytes less than
+// shifting every vector, which matters for the ALU-heavy decode stream.
+template <int MB>
+constexpr int kChains4 = MB == 1 ? 2 : 1;  // per nibble half
+
 template <int MB, int G, bool ZP>
 NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                  float* out, int64_t ldo) {
   constexpr int kLines = G / 8;  // 64-byte lines of packed nibbles per group record
   constexpr int kRec = 8 * G + 32 + (ZP ? 32 : 0);
-  constexpr int C = kChains<MB>;
+  constexpr int C = kChains4<MB>;
   const int64_t Kp = w.Kp, ng = Kp / G;
-  const __m512i lo4 = _mm512_set1_epi8(0x0F);
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     __m512 facc[MB];
@@ -88,27 +94,27 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
     for (int64_t gi = 0; gi < ng; ++gi) {
       const uint8_t* r = blk + gi * kRec;
       const uint8_t* xg = a.x + gi * G;
-      __m512i acc[MB][C];
+      __m512i lo[MB][C], hi[MB][C];
       for (int m = 0; m < MB; ++m)
-        for (int c = 0; c < C; ++c) acc[m][c] = _mm512_setzero_si512();
+        for (int c = 0; c < C; ++c) lo[m][c] = hi[m][c] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int t = 0; t < kLines; ++t) {
         const __m512i v = _mm512_loadu_si512(r + 64 * t);
-        const __m512i vlo = _mm512_and_si512(v, lo4);
-        const __m512i vhi = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
-        const int ca = (2 * t) % C, cb = (2 * t + 1) % C;
+        const __m512i vlo = _mm512_and_si512(v, lo4), vhi16 = _mm512_and_si512(v, hi4);
+        const int c = t % C;
         for (int m = 0; m < MB; ++m) {
           const uint8_t* xm = xg + m * Kp + 8 * t;
-          acc[m][ca] = _mm512_dpbusd_epi32(acc[m][ca], vlo, bcast4(xm));
-          acc[m][cb] = _mm512_dpbusd_epi32(acc[m][cb], vhi, bcast4(xm + 4));
+          lo[m][c] = _mm512_dpbusd_epi32(lo[m][c], vlo, bcast4(xm));
+          hi[m][c] = _mm512_dpbusd_epi32(hi[m][c], vhi16, bcast4(xm + 4));
         }
       }
       const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G)));
       __m512 mn = _mm512_setzero_ps();
       if constexpr (ZP) mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G + 32)));
       for (int m = 0; m < MB; ++m) {
-        __m512i d = acc[m][0];
-        for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[m][c]);
+        __m512i dl = lo[m][0], dh = hi[m][0];
+        for (int c = 1; c < C; ++c) dl = _mm512_add_epi32(dl, lo[m][c]), dh = _mm512_add_epi32(dh, hi[m][c]);
+        __m512i d = _mm512_add_epi32(dl, _mm512_srai_epi32(dh, 4));
         if constexpr (!ZP) d = _mm512_sub_epi32(d, _mm512_set1_epi32(a.gsum8[m * ng + gi]));
         facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
         if constexpr (ZP) facc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);

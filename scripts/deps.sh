@@ -9,7 +9,7 @@ APT_PKGS=(
   libxxhash-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcli11-dev
   libcpp-httplib-dev libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-jinja2
+  python3 python3-numpy python3-jinja2 python3-jsonschema
 )
 # Node.js is needed for the JavaScript tokenizer reference; install Debian's only if none is present
 # (some images ship a newer Node.js whose npm conflicts with Debian's npm package).

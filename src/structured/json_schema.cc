@@ -203,14 +203,12 @@ Grammar json_schema_grammar(const ojson& schema, const JsonSchemaOptions& opt) {
   return b.finish(r);
 }
 
-Grammar json_schema_grammar(std::string_view schema_text, const JsonSchemaOptions& opt) {
-  ojson schema;
+ojson parse_json_schema(std::string_view schema_text) {
   try {
-    schema = ojson::parse(schema_text);
+    return ojson::parse(schema_text);
   } catch (const nlohmann::json::exception& e) {
     throw ConstraintError(std::string("json_schema is not valid JSON: ") + e.what());
   }
-  return json_schema_grammar(schema, opt);
 }
 
 Grammar json_object_grammar(const JsonSchemaOptions& opt) {

@@ -34,8 +34,8 @@ struct JsonSchemaOptions {
 int add_json_schema_rule(GrammarBuilder& b, const nlohmann::ordered_json& schema, const JsonSchemaOptions& opt);
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opt = {});
-// From schema text (ConstraintError when it is not JSON); keeps the properties' order.
-Grammar json_schema_grammar(std::string_view schema_text, const JsonSchemaOptions& opt = {});
+// Parses schema text keeping the properties' order (ConstraintError when it is not JSON).
+nlohmann::ordered_json parse_json_schema(std::string_view schema_text);
 // Any JSON object (response_format {"type": "json_object"}).
 Grammar json_object_grammar(const JsonSchemaOptions& opt = {});
 

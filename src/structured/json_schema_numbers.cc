@@ -43,7 +43,8 @@ Bound read_bound(const ojson& s, bool is_min, const SchemaCompiler& c, const std
 }
 
 std::optional<int64_t> to_int64(long double v, const SchemaCompiler& c, const std::string& path) {
-  if (!(std::fabs(v) < 9.2e18L)) c.fail(path, "a bound beyond the 64-bit integer range is not supported");
+  if (!(v >= -9223372036854775807.0L && v <= 9223372036854775807.0L))  // exact in long double
+    c.fail(path, "a bound beyond the 64-bit integer range is not supported");
   return static_cast<int64_t>(v);
 }
 
@@ -89,7 +90,9 @@ ExprPtr SchemaCompiler::number_value(const ojson& s, const std::string& path) {
   ExprPtr nonzero_frac = seq({lit("."), digit_run(0, 5), chars(CodepointSet::range('1', '9'))});
   auto is_int = [](const Bound& b) { return std::floor(b.v) == b.v; };
   std::vector<ExprPtr> kids;
-  kids.push_back(json_integer_range(int_lo(lo, *this, path), int_hi(hi, *this, path)));  // exact integers
+  // Exact integers, also as "k.0".
+  kids.push_back(seq({json_integer_range(int_lo(lo, *this, path), int_hi(hi, *this, path)),
+                      opt(seq({lit("."), repeat(lit("0"), 1, 6)}))}));
 
   // "+k.f" with [k, k+1) inside: k >= lo (> lo when exclusive), k + 1 <= hi.
   int64_t kmin = lo.present ? std::max<int64_t>(0, *int_lo(lo, *this, path)) : 0;

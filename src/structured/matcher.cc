@@ -26,6 +26,13 @@ bool GrammarMatcher::can_end() const { return !terminated_ && pda_.config(config
 
 bool GrammarMatcher::must_end() const { return can_end() && pda_.config(config_).kernel.empty(); }
 
+bool GrammarMatcher::is_allowed(int32_t id) {
+  if (terminated_) return false;
+  const TokenIndex& v = g_->vocab();
+  if (v.is_eos(id)) return can_end();
+  return v.in_trie(id) && pda_.run(config_, v.bytes(id)) != Pda::kDead;
+}
+
 bool GrammarMatcher::accept_token(int32_t id) {
   if (terminated_) return false;
   const TokenIndex& v = g_->vocab();

@@ -28,6 +28,9 @@ class GrammarMatcher {
   bool accept_token(int32_t id);
   // Advances over raw bytes (no EOS meaning); false and unchanged if they do not fit.
   bool accept_bytes(std::string_view bytes);
+  // Whether accept_token(id) would succeed now (runs the automaton on the token's bytes; the
+  // mask gives the same answer for every id at once).
+  bool is_allowed(int32_t id);
 
   // Writes vocab().mask_words() uint32 words: bit (id & 31) of word (id >> 5) set = id allowed.
   // Ids the vocabulary has no text for (beyond the tokenizer, special tokens) are never set;

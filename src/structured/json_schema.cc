@@ -211,6 +211,12 @@ ojson parse_json_schema(std::string_view schema_text) {
   }
 }
 
+std::string json_pointer_token(const std::string& key) {
+  std::string o;
+  for (char c : key) o += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return o;
+}
+
 Grammar json_object_grammar(const JsonSchemaOptions& opt) {
   return json_schema_grammar(ojson{{"type", "object"}}, opt);
 }

@@ -39,4 +39,7 @@ nlohmann::ordered_json parse_json_schema(std::string_view schema_text);
 // Any JSON object (response_format {"type": "json_object"}).
 Grammar json_object_grammar(const JsonSchemaOptions& opt = {});
 
+// A key escaped for a JSON pointer ("~" -> "~0", "/" -> "~1").
+std::string json_pointer_token(const std::string& key);
+
 }  // namespace nanovllm::structured

@@ -11,12 +11,6 @@ namespace nanovllm::structured {
 
 namespace {
 
-std::string pointer_escape(const std::string& k) {
-  std::string o;
-  for (char c : k) o += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return o;
-}
-
 // Restores a vector on scope exit (the $ref cycle stack restarts inside each rule).
 struct SavedStack {
   std::vector<const ojson*>& ref;
@@ -116,7 +110,7 @@ int SchemaCompiler::object_rule(const ojson& s, const std::string& path) {
   for (size_t i = 0; i < n; ++i) {
     const Member& m = members[i];
     ExprPtr key = lit(json_quote(m.name));
-    ExprPtr val = value(*m.schema, path + "/properties/" + pointer_escape(m.name));
+    ExprPtr val = value(*m.schema, path + "/properties/" + json_pointer_token(m.name));
     for (bool first : {true, false}) {
       if (!at.count({i, first})) continue;
       int from = at[{i, first}];

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "structured/json_schema.h"
+#include "structured/tool_constraint.h"
 #include "test_util.h"
 #include "tokenizer/utf8.h"
 
@@ -72,6 +73,53 @@ void run(const std::shared_ptr<const TokenIndex>& vocab, int docs_per_case, uint
   if (rc == 77) GTEST_SKIP() << "validator unavailable: " << out;
   EXPECT_EQ(rc, 0) << out;
   std::printf("%s", out.c_str());
+}
+
+const char* kTools = R"([
+  {"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{
+    "city":{"type":"string"},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city","unit"]}}},
+  {"type":"function","function":{"name":"search","parameters":{"$defs":{"n":{"type":"integer","minimum":1,"maximum":10}},
+    "type":"object","properties":{"query":{"type":"string","maxLength":12},"max":{"$ref":"#/$defs/n"}},"required":["query"]}}},
+  {"type":"function","function":{"name":"now"}}])";
+
+// tool_choice "required" (Hermes) and a named function (Llama-3 JSON): every output parses into
+// calls of the allowed tools with no content, and each call's arguments validate against the
+// tool's parameters.
+void run_tools(const std::shared_ptr<const TokenIndex>& vocab, int docs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto tools = nlohmann::ordered_json::parse(kTools);
+  std::map<std::string, nlohmann::json> params;
+  for (auto& t : tools)
+    params[t["function"]["name"]] = t["function"].value("parameters", nlohmann::ordered_json{{"type", "object"}});
+  nlohmann::json cases = nlohmann::json::array();
+  for (auto& [choice, format] : {std::pair<nlohmann::ordered_json, ToolCallFormat>{"required", ToolCallFormat::kHermes},
+                                 {{{"type", "function"}, {"function", {{"name", "search"}}}}, ToolCallFormat::kLlama3Json}}) {
+    auto g = compile(tool_call_grammar(tools, choice, format), vocab);
+    for (int d = 0; d < docs; ++d) {
+      testing::Sampled s = testing::sample_document(g, rng, 3000, static_cast<int>(rng() % 60));
+      ASSERT_TRUE(s.finished) << s.text;
+      ParsedToolCalls r = parse_tool_calls(s.text, format);
+      EXPECT_EQ(r.content, "") << s.text;
+      ASSERT_FALSE(r.calls.empty()) << s.text;
+      if (choice.is_object()) EXPECT_EQ(r.calls.size(), 1u) << s.text;
+      for (auto& c : r.calls) {
+        ASSERT_TRUE(params.count(c.name)) << c.name;
+        if (choice.is_object()) EXPECT_EQ(c.name, "search");
+        cases.push_back({{"kind", "schema"}, {"schema", params[c.name]}, {"docs", {c.arguments}}});
+      }
+    }
+  }
+  std::string out;
+  int rc = testing::run_validator(cases.dump(), &out);
+  if (rc == 77) GTEST_SKIP() << "validator unavailable: " << out;
+  EXPECT_EQ(rc, 0) << out;
+}
+
+TEST(Generation, ToolCallsFollowTheToolsSyntheticVocab) { run_tools(testing::byte_vocab({"<tool_call>", "\n</tool_call>", "{\"name\": \""}), 10, 8); }
+
+TEST(Generation, SharedDataToolCallsFollowTheToolsQwen3) {
+  if (!testing::have_qwen3()) GTEST_SKIP() << "no Qwen3 tokenizer in " << testing::shared_data();
+  run_tools(testing::qwen3_vocab(), 10, 9);
 }
 
 TEST(Generation, RandomDocumentsValidateSyntheticVocab) {

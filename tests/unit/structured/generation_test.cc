@@ -101,10 +101,14 @@ void run_tools(const std::shared_ptr<const TokenIndex>& vocab, int docs, uint32_
       ParsedToolCalls r = parse_tool_calls(s.text, format);
       EXPECT_EQ(r.content, "") << s.text;
       ASSERT_FALSE(r.calls.empty()) << s.text;
-      if (choice.is_object()) EXPECT_EQ(r.calls.size(), 1u) << s.text;
+      if (choice.is_object()) {
+        EXPECT_EQ(r.calls.size(), 1u) << s.text;
+      }
       for (auto& c : r.calls) {
         ASSERT_TRUE(params.count(c.name)) << c.name;
-        if (choice.is_object()) EXPECT_EQ(c.name, "search");
+        if (choice.is_object()) {
+          EXPECT_EQ(c.name, "search");
+        }
         cases.push_back({{"kind", "schema"}, {"schema", params[c.name]}, {"docs", {c.arguments}}});
       }
     }

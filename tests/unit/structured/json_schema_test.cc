@@ -146,10 +146,18 @@ TEST(JsonSchema, NumberBoundsAreSound) {
       if (!full_match(g, t)) continue;
       ++accepted;
       double v = std::strtod(t.c_str(), nullptr);
-      if (j.contains("minimum")) EXPECT_GE(v, j["minimum"].get<double>()) << s << " " << t;
-      if (j.contains("maximum")) EXPECT_LE(v, j["maximum"].get<double>()) << s << " " << t;
-      if (j.contains("exclusiveMinimum")) EXPECT_GT(v, j["exclusiveMinimum"].get<double>()) << s << " " << t;
-      if (j.contains("exclusiveMaximum")) EXPECT_LT(v, j["exclusiveMaximum"].get<double>()) << s << " " << t;
+      if (j.contains("minimum")) {
+        EXPECT_GE(v, j["minimum"].get<double>()) << s << " " << t;
+      }
+      if (j.contains("maximum")) {
+        EXPECT_LE(v, j["maximum"].get<double>()) << s << " " << t;
+      }
+      if (j.contains("exclusiveMinimum")) {
+        EXPECT_GT(v, j["exclusiveMinimum"].get<double>()) << s << " " << t;
+      }
+      if (j.contains("exclusiveMaximum")) {
+        EXPECT_LT(v, j["exclusiveMaximum"].get<double>()) << s << " " << t;
+      }
     }
     EXPECT_GT(accepted, 3) << s;
   }

@@ -58,14 +58,17 @@ PositionMasks CompiledGrammar::walk(int32_t state, bool root_frame) const {
   cfg[0] = walk_pda_.single(state, root_frame ? Pda::kRoot : Pda::kBase);
   std::vector<int32_t> accepted;
   PositionMasks out;
-  for (int32_t i = 1; i < static_cast<int32_t>(nodes.size());) {
-    const TokenIndex::TrieNode& nd = nodes[i];
+  const TokenIndex::TrieNode* node = nodes.data();
+  int32_t* cf = cfg.data();
+  int32_t* ne = nends.data();
+  for (int32_t i = 1, n = static_cast<int32_t>(nodes.size()); i < n;) {
+    const TokenIndex::TrieNode& nd = node[i];
     int d = nd.depth;
-    int32_t c = cfg[d - 1] == Pda::kDead ? Pda::kDead : walk_pda_.next(cfg[d - 1], nd.byte);
-    cfg[d] = c;
-    nends[d] = nends[d - 1];
-    if (c != Pda::kDead && walk_pda_.config(c).bottom) ends[nends[d]++] = d;
-    if (c == Pda::kDead && (root_frame || nends[d] == 0)) {
+    int32_t c = cf[d - 1] == Pda::kDead ? Pda::kDead : walk_pda_.next(cf[d - 1], nd.byte);
+    cf[d] = c;
+    ne[d] = ne[d - 1];
+    if (c != Pda::kDead && walk_pda_.bottom(c)) ends[ne[d]++] = d;
+    if (c == Pda::kDead && (root_frame || ne[d] == 0)) {
       i = nd.end;
       continue;
     }
@@ -73,7 +76,7 @@ PositionMasks CompiledGrammar::walk(int32_t state, bool root_frame) const {
       if (c != Pda::kDead) {
         accepted.push_back(toks[k]);
       } else {
-        for (int32_t e = 0; e < nends[d]; ++e) out.pops.push_back({toks[k], ends[e]});
+        for (int32_t e = 0; e < ne[d]; ++e) out.pops.push_back({toks[k], ends[e]});
       }
     }
     ++i;

@@ -25,6 +25,7 @@ int32_t Pda::intern_config(std::vector<int32_t>& kernel, bool bottom) {
   auto [it, inserted] = config_ids_.emplace(std::move(key), static_cast<int32_t>(configs_.size()));
   if (inserted) {
     configs_.push_back({kernel, bottom});
+    bottom_.push_back(bottom ? 1 : 0);
     trans_.resize(trans_.size() + 256, kUnknown);
   }
   return it->second;

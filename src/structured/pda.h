@@ -58,6 +58,7 @@ class Pda {
   int32_t run(int32_t config, std::string_view bytes);
 
   const Config& config(int32_t id) const { return configs_[id]; }
+  bool bottom(int32_t id) const { return bottom_[id]; }  // config(id).bottom, compact for hot loops
   const Node& node(int32_t id) const { return nodes_[id]; }
   size_t num_configs() const { return configs_.size(); }
   size_t num_nodes() const { return nodes_.size(); }
@@ -75,6 +76,7 @@ class Pda {
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<Config> configs_;
+  std::vector<uint8_t> bottom_;  // per config
   std::unordered_map<std::string, int32_t> config_ids_;  // key: kernel ids + bottom, as bytes
   std::vector<int32_t> trans_;                           // configs_.size() * 256
   std::unordered_map<int32_t, int32_t> after_pop_;       // node -> config

@@ -3,6 +3,7 @@
 // can_end(), ids without text are never set. Plus the token trie and token bytes.
 #include <random>
 
+#include "structured/grammar_cache.h"
 #include "structured/json_schema.h"
 #include "test_util.h"
 
@@ -79,6 +80,26 @@ TEST(Masks, SharedGrammarAcrossMatchers) {
     EXPECT_EQ(a.next_token_bitmask(), b.next_token_bitmask());
   }
   EXPECT_GT(g->stats().positions, 0u);
+}
+
+TEST(GrammarCache, SharesAndEvicts) {
+  GrammarCache cache(byte_vocab(), 2);
+  int builds = 0;
+  auto build = [&](const std::string& c) {
+    return [&builds, c] {
+      ++builds;
+      return choice_grammar({c});
+    };
+  };
+  auto a = cache.get("a", build("a"));
+  EXPECT_EQ(cache.get("a", build("a")), a);
+  cache.get("b", build("b"));
+  cache.get("c", build("c"));  // evicts "a" (least recently used)
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_NE(cache.get("a", build("a")), a);
+  EXPECT_EQ(builds, 4);
+  EXPECT_THROW(cache.get("bad", [] { return regex_grammar("(a"); }), ConstraintError);
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST(Masks, TerminationAndEos) {

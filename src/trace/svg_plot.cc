@@ -119,7 +119,7 @@ void SvgBuilder::band_frame(const TimeScale& sc, double top, double height, doub
   line(sc.x0, top, sc.x0, top + height, "axis");
   text(sc.x0 - 6, top + 10, fixed(vmax, 0), "lbl", "end");
   text(sc.x0 - 6, top + height, "0", "lbl", "end");
-  text(sc.x0 + 4, top + 11, label, "band");
+  text(sc.x0 + 2, top - 5, label, "band");  // above the band: never hidden by its bars
 }
 
 void SvgBuilder::bars(const ColumnMax& cols, double top, double height, double vmax, std::string_view cls,

@@ -7,7 +7,7 @@ namespace nanovllm::trace {
 
 namespace {
 
-constexpr double kBandHeight = 66, kBandGap = 12, kTop = 30, kAxis = 28;
+constexpr double kBandHeight = 62, kBandGap = 20, kTop = 40, kAxis = 28;
 
 // Counter samples hold their value until the next sample (the last one until the trace ends).
 template <class Sample, class Get>

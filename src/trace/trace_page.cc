@@ -92,7 +92,10 @@ std::string summary_tables(const TraceSummary& s) {
   row(h, "peak KV blocks", std::to_string(s.peak_kv_blocks) + " of " + std::to_string(s.num_kv_blocks));
   h += "</table><table class=\"sum\">\n";
   static constexpr const char* kSplit[] = {"schedule", "prepare", "forward", "sample", "postprocess"};
-  for (int i = 0; i < 5; ++i) row(h, std::string("step time: ") + kSplit[i], fixed(100 * s.split_share[i], 1) + "%");
+  for (int i = 0; i < 5; ++i) {
+    const double pct = 100 * s.split_share[i];
+    row(h, std::string("step time: ") + kSplit[i], fixed(pct, pct < 1 ? 2 : 1) + "%");
+  }
   row(h, "tracer's own time", s.tracer_overhead_pct >= 0 ? fixed(s.tracer_overhead_pct, 2) + "% of step time" : "–");
   h += "</table></div>\n";
   return h + latency_table(s);

@@ -24,7 +24,8 @@ int run_trace_view(int argc, char** argv) {
   app.add_option("trace", in, "trace file written by --trace")->required();
   app.add_option("-o,--out", out, "HTML page to write");
   app.add_flag("--json", json, "print the summary as JSON on stdout");
-  app.add_option("--max-requests", opt.max_gantt_rows, "requests shown in the Gantt chart (evenly spaced)")
+  app.add_option("--max-requests", opt.max_gantt_rows,
+                 "requests shown in the Gantt chart (evenly spaced)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   NV_CHECK(!out.empty() || json, "give -o PAGE.html and/or --json");
@@ -40,8 +41,8 @@ int run_trace_view(int argc, char** argv) {
     f << page;
     f.close();
     NV_CHECK(!f.fail(), "writing '", out, "' failed");
-    std::fprintf(stderr, "trace-view: %zu steps, %zu requests -> %s (%zu bytes)\n", data.steps.size(),
-                 data.requests.size(), out.c_str(), page.size());
+    std::fprintf(stderr, "trace-view: %zu steps, %zu requests -> %s (%zu bytes)\n",
+                 data.steps.size(), data.requests.size(), out.c_str(), page.size());
   }
   if (json) std::cout << trace::to_json(summary).dump(1) << std::endl;
   return 0;

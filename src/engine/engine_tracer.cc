@@ -23,7 +23,8 @@ struct OverheadScope {
   double& total;
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   ~OverheadScope() {
-    total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    total +=
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
 };
 
@@ -33,10 +34,15 @@ EngineTracer::EngineTracer(const std::string& path, const Config& config)
   m.key("args").begin_object().field("name", "nanovllm engine").end_object();
   writer_.end_event();
   writer_.begin_event('M', "thread_name", "__metadata", kStepTid, 0)
-      .key("args").begin_object().field("name", "steps").end_object();
+      .key("args")
+      .begin_object()
+      .field("name", "steps")
+      .end_object();
   writer_.end_event();
   auto& e = writer_.begin_event('i', "engine_config", "engine", kStepTid, 0);
-  e.field("s", "g").key("args").begin_object()
+  e.field("s", "g")
+      .key("args")
+      .begin_object()
       .field("model", config.model)
       .field("device", config.device)
       .field("policy", config.policy)
@@ -50,7 +56,8 @@ EngineTracer::EngineTracer(const std::string& path, const Config& config)
   writer_.end_event();
 }
 
-EngineTracer::~EngineTracer() = default;  // the writer terminates the file if close() was not called
+// Without close() the writer still terminates the array (spans may then stay open).
+EngineTracer::~EngineTracer() = default;
 
 void EngineTracer::begin_phase(uint64_t id, Request& r, Phase p, double ts) {
   static constexpr const char* kNames[] = {"queued", "prefill", "decode", "preempted"};
@@ -76,7 +83,8 @@ void EngineTracer::end_request(uint64_t id, Request& r, double ts, bool unfinish
   end_phase(id, r, ts);
   auto& js = writer_.begin_event('e', "request " + std::to_string(id), "request", kRequestTid, ts);
   js.field("id", id).key("args").begin_object();
-  js.field("finish_reason", unfinished ? std::string_view("unfinished") : std::string_view(r.finish_reason));
+  js.field("finish_reason",
+           unfinished ? std::string_view("unfinished") : std::string_view(r.finish_reason));
   js.field("prompt_tokens", r.prompt_tokens).field("output_tokens", r.output_tokens);
   js.field("cached_tokens", r.cached_tokens).field("preemptions", r.preemptions);
   js.field("queue_ms", r.queue_us / 1e3, 3).field("e2e_ms", (ts - r.arrival) / 1e3, 3);
@@ -203,8 +211,8 @@ void EngineTracer::write_step(const SchedulerOutput& so, double t0, double dur) 
   b.end_object();
   writer_.end_event();
 
-  auto& js = writer_.begin_event('X', phase_name(so.num_prefill_tokens > 0, so.num_decode_tokens > 0),
-                                 "step", kStepTid, t0);
+  auto& js = writer_.begin_event(
+      'X', phase_name(so.num_prefill_tokens > 0, so.num_decode_tokens > 0), "step", kStepTid, t0);
   js.field("dur", dur, 3).key("args").begin_object();
   js.field("step", steps_ - 1).field("num_seqs", int(so.seqs.size()));
   js.field("prefill_tokens", so.num_prefill_tokens).field("decode_tokens", so.num_decode_tokens);
@@ -247,22 +255,31 @@ void EngineTracer::write_step(const SchedulerOutput& so, double t0, double dur) 
 void EngineTracer::write_counters(const Scheduler& sched, double ts) {
   const BlockManager& bm = sched.block_manager();
   writer_.begin_event('C', "kv_blocks", "engine", kStepTid, ts)
-      .key("args").begin_object()
-      .field("used", bm.num_used_blocks()).field("free", bm.num_free_blocks())
+      .key("args")
+      .begin_object()
+      .field("used", bm.num_used_blocks())
+      .field("free", bm.num_free_blocks())
       .field("cached", int64_t(bm.hash_to_block_id().size()))
       .end_object();
   writer_.end_event();
   writer_.begin_event('C', "queues", "engine", kStepTid, ts)
-      .key("args").begin_object()
-      .field("waiting", int64_t(sched.num_waiting())).field("running", int64_t(sched.num_running()))
+      .key("args")
+      .begin_object()
+      .field("waiting", int64_t(sched.num_waiting()))
+      .field("running", int64_t(sched.num_running()))
       .end_object();
   writer_.end_event();
   writer_.begin_event('C', "preemptions", "engine", kStepTid, ts)
-      .key("args").begin_object().field("total", preemptions_).end_object();
+      .key("args")
+      .begin_object()
+      .field("total", preemptions_)
+      .end_object();
   writer_.end_event();
   writer_.begin_event('C', "prefix_cache_tokens", "engine", kStepTid, ts)
-      .key("args").begin_object()
-      .field("hit", prefix_hit_tokens_).field("query", prefix_query_tokens_)
+      .key("args")
+      .begin_object()
+      .field("hit", prefix_hit_tokens_)
+      .field("query", prefix_query_tokens_)
       .end_object();
   writer_.end_event();
 }

@@ -73,7 +73,8 @@ class EngineTracer {
   };
 
   double now_us() const {
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_)
+        .count();
   }
   void begin_phase(uint64_t id, Request& r, Phase p, double ts);
   void end_phase(uint64_t id, Request& r, double ts);
@@ -89,8 +90,8 @@ class EngineTracer {
   bool in_step_ = false;
   bool closed_ = false;
   int64_t steps_ = 0, preemptions_ = 0, prefix_hit_tokens_ = 0, prefix_query_tokens_ = 0;
-  double overhead_us_ = 0;    // time spent inside the hooks (the tracer's own cost)
-  double step_time_us_ = 0;   // sum of traced step durations
+  double overhead_us_ = 0;   // time spent inside the hooks (the tracer's own cost)
+  double step_time_us_ = 0;  // sum of traced step durations
 };
 
 }  // namespace nanovllm

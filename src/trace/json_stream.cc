@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "util/check.h"
 
@@ -9,28 +10,25 @@ namespace nanovllm::trace {
 
 namespace {
 
+// Fast path: names, reasons and numbers-as-text need no escaping; anything else goes through
+// nlohmann's serializer (quotes, backslashes, control characters; UTF-8 kept as is).
 void append_escaped(std::string& out, std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  out.push_back('"');
+  bool plain = true;
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 15]);
-        } else {
-          out.push_back(ch);  // UTF-8 bytes pass through unchanged
-        }
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) {
+      plain = false;
+      break;
     }
   }
-  out.push_back('"');
+  if (plain) {
+    out.push_back('"');
+    out.append(s);
+    out.push_back('"');
+  } else {
+    out += nlohmann::json(std::string(s))
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
 }
 
 }  // namespace
@@ -45,35 +43,34 @@ void JsonStream::separate() {
   has_sibling_ |= bit;
 }
 
+void JsonStream::open(char bracket) {
+  separate();
+  out_.push_back(bracket);
+  NV_CHECK_LT(depth_, 63, "JSON nested too deeply");
+  ++depth_;
+  has_sibling_ &= ~(uint64_t(1) << depth_);
+}
+
+void JsonStream::close(char bracket) {
+  NV_CHECK(depth_ > 0 && !after_key_, "'", bracket, "' without a matching opening bracket");
+  --depth_;
+  out_.push_back(bracket);
+}
+
 JsonStream& JsonStream::begin_object() {
-  separate();
-  out_.push_back('{');
-  NV_CHECK_LT(depth_, 63, "JSON nested too deeply");
-  ++depth_;
-  has_sibling_ &= ~(uint64_t(1) << depth_);
+  open('{');
   return *this;
 }
-
 JsonStream& JsonStream::end_object() {
-  NV_CHECK(depth_ > 0 && !after_key_, "end_object without a matching begin_object");
-  --depth_;
-  out_.push_back('}');
+  close('}');
   return *this;
 }
-
 JsonStream& JsonStream::begin_array() {
-  separate();
-  out_.push_back('[');
-  NV_CHECK_LT(depth_, 63, "JSON nested too deeply");
-  ++depth_;
-  has_sibling_ &= ~(uint64_t(1) << depth_);
+  open('[');
   return *this;
 }
-
 JsonStream& JsonStream::end_array() {
-  NV_CHECK(depth_ > 0 && !after_key_, "end_array without a matching begin_array");
-  --depth_;
-  out_.push_back(']');
+  close(']');
   return *this;
 }
 

@@ -2,7 +2,8 @@
 // The tracer writes one event per engine milestone on the step's critical path, so this is a
 // plain append (std::to_chars, no allocation per value beyond the string's growth) rather than
 // nlohmann::json objects (a map node per key). Commas are inserted automatically: every
-// begin_*/value call knows whether it follows a sibling. Strings are escaped per RFC 8259.
+// begin_*/value call knows whether it follows a sibling. Strings needing escapes (rare: paths,
+// messages) go through nlohmann's serializer.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -56,6 +57,8 @@ class JsonStream {
 
  private:
   void separate();  // a comma before a sibling value
+  void open(char bracket);
+  void close(char bracket);
   std::string& out_;
   int depth_ = 0;
   uint64_t has_sibling_ = 0;  // bit d: the container at depth d already holds a value

@@ -8,7 +8,8 @@
 namespace nanovllm::trace {
 
 ColumnMax::ColumnMax(const TimeScale& scale, int columns)
-    : scale_(scale), values_(size_t(std::max(columns, 1)), std::numeric_limits<double>::quiet_NaN()) {}
+    : scale_(scale),
+      values_(size_t(std::max(columns, 1)), std::numeric_limits<double>::quiet_NaN()) {}
 
 void ColumnMax::add(double t_begin, double t_end, double value) {
   const double span = scale_.t1 - scale_.t0;
@@ -41,12 +42,23 @@ std::string html_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -65,25 +77,29 @@ std::string format_ms(double ms) {
   return fixed(ms, std::fabs(ms) >= 100 ? 0 : std::fabs(ms) >= 10 ? 1 : 2) + " ms";
 }
 
-SvgBuilder::SvgBuilder(int width, int height, std::string_view chart_name) : width_(width), height_(height) {
-  out_ = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
-         std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) +
-         "\" data-chart=\"" + html_escape(chart_name) + "\">\n";
+SvgBuilder::SvgBuilder(int width, int height, std::string_view chart_name)
+    : width_(width), height_(height) {
+  out_ = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
+         "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) +
+         " " + std::to_string(height) + "\" data-chart=\"" + html_escape(chart_name) + "\">\n";
 }
 
-void SvgBuilder::rect(double x, double y, double w, double h, std::string_view cls, std::string_view tip) {
-  out_ += "<rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 2) + "\" width=\"" + fixed(std::max(w, 0.5), 2) +
-          "\" height=\"" + fixed(std::max(h, 0.0), 2) + "\" class=\"" + std::string(cls) + "\"";
+void SvgBuilder::rect(double x, double y, double w, double h, std::string_view cls,
+                      std::string_view tip) {
+  out_ += "<rect x=\"" + fixed(x, 2) + "\" y=\"" + fixed(y, 2) + "\" width=\"" +
+          fixed(std::max(w, 0.5), 2) + "\" height=\"" + fixed(std::max(h, 0.0), 2) + "\" class=\"" +
+          std::string(cls) + "\"";
   if (!tip.empty()) out_ += " data-tip=\"" + html_escape(tip) + "\"";
   out_ += "/>\n";
 }
 
 void SvgBuilder::line(double x1, double y1, double x2, double y2, std::string_view cls) {
-  out_ += "<line x1=\"" + fixed(x1, 2) + "\" y1=\"" + fixed(y1, 2) + "\" x2=\"" + fixed(x2, 2) + "\" y2=\"" +
-          fixed(y2, 2) + "\" class=\"" + std::string(cls) + "\"/>\n";
+  out_ += "<line x1=\"" + fixed(x1, 2) + "\" y1=\"" + fixed(y1, 2) + "\" x2=\"" + fixed(x2, 2) +
+          "\" y2=\"" + fixed(y2, 2) + "\" class=\"" + std::string(cls) + "\"/>\n";
 }
 
-void SvgBuilder::text(double x, double y, std::string_view s, std::string_view cls, std::string_view anchor) {
+void SvgBuilder::text(double x, double y, std::string_view s, std::string_view cls,
+                      std::string_view anchor) {
   out_ += "<text x=\"" + fixed(x, 1) + "\" y=\"" + fixed(y, 1) + "\" class=\"" + std::string(cls) +
           "\" text-anchor=\"" + std::string(anchor) + "\">" + html_escape(s) + "</text>\n";
 }
@@ -103,7 +119,10 @@ void SvgBuilder::time_axis(const TimeScale& sc, double y, double grid_top) {
   const double range = range_us / unit;
   // A "nice" tick step (1, 2 or 5 x 10^k) giving about 8 ticks.
   const double raw = range / 8, mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
+  const double step = raw / mag < 1.5   ? mag
+                      : raw / mag < 3.5 ? 2 * mag
+                      : raw / mag < 7.5 ? 5 * mag
+                                        : 10 * mag;
   const int decimals = step >= 1 ? 0 : int(std::ceil(-std::log10(step)));
   line(sc.x0, y, sc.x0 + sc.width, y, "axis");
   for (double v = std::ceil(sc.t0 / unit / step) * step; v <= sc.t1 / unit + 1e-9; v += step) {
@@ -114,7 +133,8 @@ void SvgBuilder::time_axis(const TimeScale& sc, double y, double grid_top) {
   }
 }
 
-void SvgBuilder::band_frame(const TimeScale& sc, double top, double height, double vmax, std::string_view label) {
+void SvgBuilder::band_frame(const TimeScale& sc, double top, double height, double vmax,
+                            std::string_view label) {
   line(sc.x0, top + height, sc.x0 + sc.width, top + height, "axis");
   line(sc.x0, top, sc.x0, top + height, "axis");
   text(sc.x0 - 6, top + 10, fixed(vmax, 0), "lbl", "end");
@@ -122,8 +142,8 @@ void SvgBuilder::band_frame(const TimeScale& sc, double top, double height, doub
   text(sc.x0 + 2, top - 5, label, "band");  // above the band: never hidden by its bars
 }
 
-void SvgBuilder::bars(const ColumnMax& cols, double top, double height, double vmax, std::string_view cls,
-                      std::string_view what) {
+void SvgBuilder::bars(const ColumnMax& cols, double top, double height, double vmax,
+                      std::string_view cls, std::string_view what) {
   if (vmax <= 0) return;
   const int n = cols.columns();
   for (int c = 0; c < n;) {
@@ -133,14 +153,16 @@ void SvgBuilder::bars(const ColumnMax& cols, double top, double height, double v
     if (!std::isnan(v) && v > 0) {
       const double h = v / vmax * height;
       const std::string tip = std::string(what) + " " + fixed(v, 0) + " at " +
-                              format_ms(cols.column_time(c) / 1e3) + "–" + format_ms(cols.column_time(e) / 1e3);
+                              format_ms(cols.column_time(c) / 1e3) + "–" +
+                              format_ms(cols.column_time(e) / 1e3);
       rect(cols.column_x(c), top + height - h, cols.column_width() * (e - c), h, cls, tip);
     }
     c = e;
   }
 }
 
-void SvgBuilder::step_line(const ColumnMax& cols, double top, double height, double vmax, std::string_view cls) {
+void SvgBuilder::step_line(const ColumnMax& cols, double top, double height, double vmax,
+                           std::string_view cls) {
   if (vmax <= 0) return;
   std::vector<std::pair<double, double>> pts;
   double prev = std::numeric_limits<double>::quiet_NaN();
@@ -149,15 +171,18 @@ void SvgBuilder::step_line(const ColumnMax& cols, double top, double height, dou
     if (std::isnan(v)) v = prev;
     if (std::isnan(v)) continue;
     const double y = top + height - v / vmax * height;
-    if (!pts.empty() && pts.back().second != y) pts.emplace_back(cols.column_x(c), pts.back().second);
+    if (!pts.empty() && pts.back().second != y)
+      pts.emplace_back(cols.column_x(c), pts.back().second);
     if (pts.empty() || pts.back().second != y) pts.emplace_back(cols.column_x(c), y);
     prev = v;
   }
-  if (!pts.empty()) pts.emplace_back(cols.column_x(cols.columns() - 1) + cols.column_width(), pts.back().second);
+  if (!pts.empty())
+    pts.emplace_back(cols.column_x(cols.columns() - 1) + cols.column_width(), pts.back().second);
   polyline(pts, cls);
 }
 
-void SvgBuilder::legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& items) {
+void SvgBuilder::legend(double x, double y,
+                        const std::vector<std::pair<std::string, std::string>>& items) {
   for (const auto& [cls, label] : items) {
     rect(x, y - 9, 12, 10, cls);
     text(x + 16, y, label);

@@ -13,7 +13,7 @@
 namespace nanovllm::trace {
 
 struct TimeScale {
-  double t0 = 0, t1 = 1;  // microseconds
+  double t0 = 0, t1 = 1;     // microseconds
   double x0 = 0, width = 1;  // pixels
   double x(double t) const { return x0 + (t - t0) / (t1 - t0) * width; }
 };
@@ -47,7 +47,8 @@ class SvgBuilder {
   int height() const { return height_; }
 
   // `tip`: shown by the page's tooltip on hover (data-tip); empty for none.
-  void rect(double x, double y, double w, double h, std::string_view cls, std::string_view tip = {});
+  void rect(double x, double y, double w, double h, std::string_view cls,
+            std::string_view tip = {});
   void line(double x1, double y1, double x2, double y2, std::string_view cls);
   void text(double x, double y, std::string_view s, std::string_view cls = "lbl",
             std::string_view anchor = "start");
@@ -55,12 +56,14 @@ class SvgBuilder {
   // Ticks and labels along y = `y` for the visible time range (unit: ms or s, by range).
   void time_axis(const TimeScale& scale, double y, double grid_top);
   // A band's frame: left label, max value, baseline.
-  void band_frame(const TimeScale& scale, double top, double height, double vmax, std::string_view label);
+  void band_frame(const TimeScale& scale, double top, double height, double vmax,
+                  std::string_view label);
   // Bars from column maxima (adjacent equal columns merged into one rect) in a band.
   void bars(const ColumnMax& cols, double top, double height, double vmax, std::string_view cls,
             std::string_view what);
   // A step line through column maxima (empty columns keep the previous value).
-  void step_line(const ColumnMax& cols, double top, double height, double vmax, std::string_view cls);
+  void step_line(const ColumnMax& cols, double top, double height, double vmax,
+                 std::string_view cls);
   // Legend entries (class, label) in a row starting at (x, y).
   void legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& items);
   std::string finish();

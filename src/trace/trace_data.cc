@@ -55,7 +55,8 @@ void read_step(const json& ev, double ts, TraceData& d, std::map<uint64_t, Reque
   s.prefill_tokens = inum(a, "prefill_tokens");
   s.decode_tokens = inum(a, "decode_tokens");
   s.num_preempted = inum(a, "num_preempted");
-  static constexpr const char* kSplit[] = {"schedule", "prepare", "forward", "sample", "postprocess"};
+  static constexpr const char* kSplit[] = {"schedule", "prepare", "forward", "sample",
+                                           "postprocess"};
   if (a.contains("split_us"))
     for (int i = 0; i < 5; ++i) s.split_us[size_t(i)] = num(a["split_us"], kSplit[i]);
   if (a.contains("seqs") && a["seqs"].is_array())
@@ -67,7 +68,8 @@ void read_step(const json& ev, double ts, TraceData& d, std::map<uint64_t, Reque
   d.steps.push_back(std::move(s));
 }
 
-void read_request_event(const json& ev, char ph, double ts, std::map<uint64_t, RequestRecord>& reqs) {
+void read_request_event(const json& ev, char ph, double ts,
+                        std::map<uint64_t, RequestRecord>& reqs) {
   if (!ev.contains("id") || !ev["id"].is_number_unsigned()) return;
   RequestRecord& r = reqs[ev["id"].get<uint64_t>()];
   r.id = ev["id"].get<uint64_t>();
@@ -101,7 +103,8 @@ TraceData parse_trace(std::string_view text) {
   TraceData d;
   json events = parse_repairing(text, d.truncated);
   if (events.is_object() && events.contains("traceEvents")) events = events["traceEvents"];
-  NV_CHECK(events.is_array(), "not a trace event array (the top level is ", events.type_name(), ")");
+  NV_CHECK(events.is_array(), "not a trace event array (the top level is ", events.type_name(),
+           ")");
   std::map<uint64_t, RequestRecord> reqs;
   bool nanovllm_events = false;
   for (const json& ev : events) {
@@ -120,11 +123,14 @@ TraceData parse_trace(std::string_view text) {
         if (cat == "step") read_step(ev, ts, d, reqs), nanovllm_events = true;
         break;
       case 'C':
-        if (name == "kv_blocks") d.kv.push_back({ts, inum(args, "used"), inum(args, "free"), inum(args, "cached")});
-        if (name == "queues") d.queues.push_back({ts, inum(args, "waiting"), inum(args, "running")});
+        if (name == "kv_blocks")
+          d.kv.push_back({ts, inum(args, "used"), inum(args, "free"), inum(args, "cached")});
+        if (name == "queues")
+          d.queues.push_back({ts, inum(args, "waiting"), inum(args, "running")});
         if (name == "prefix_cache_tokens") {
           d.prefix_hit_tokens = std::max<int64_t>(d.prefix_hit_tokens, int64_t(num(args, "hit")));
-          d.prefix_query_tokens = std::max<int64_t>(d.prefix_query_tokens, int64_t(num(args, "query")));
+          d.prefix_query_tokens =
+              std::max<int64_t>(d.prefix_query_tokens, int64_t(num(args, "query")));
         }
         break;
       case 'b':
@@ -135,7 +141,8 @@ TraceData parse_trace(std::string_view text) {
         break;
     }
   }
-  NV_CHECK(nanovllm_events, "no nanovllm events (engine_config or steps): not a trace written by "
+  NV_CHECK(nanovllm_events,
+           "no nanovllm events (engine_config or steps): not a trace written by "
            "`--trace`");
   auto by_ts = [](const auto& a, const auto& b) { return a.ts < b.ts; };
   std::stable_sort(d.steps.begin(), d.steps.end(), by_ts);

@@ -38,7 +38,7 @@ struct RequestRecord {
   uint64_t id = 0;
   double arrival = -1, end = -1;  // -1: not in the trace
   int prompt_tokens = 0;
-  std::string finish_reason;      // "" while open; "unfinished" when the engine closed first
+  std::string finish_reason;  // "" while open; "unfinished" when the engine closed first
   std::vector<PhaseSpan> spans;
   std::vector<double> token_times;  // end of every step that sampled a token for it
   nlohmann::json end_args;          // the tracer's own per-request figures (ttft_ms, ...)

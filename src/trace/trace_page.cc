@@ -57,8 +57,9 @@ void row(std::string& h, const std::string& k, const std::string& v) {
 std::string count(int64_t v) { return std::to_string(v); }
 
 std::string latency_table(const TraceSummary& s) {
-  std::string h = "<table class=\"sum\"><tr><th>latency</th><th>n</th><th>mean</th><th>p50</th><th>p90</th>"
-                  "<th>p99</th><th>max</th></tr>\n";
+  std::string h =
+      "<table class=\"sum\"><tr><th>latency</th><th>n</th><th>mean</th><th>p50</th><th>p90</th>"
+      "<th>p99</th><th>max</th></tr>\n";
   auto line = [&](const char* name, const Distribution& d) {
     h += std::string("<tr><td class=\"k\">") + name + "</td><td>" + count(d.count) + "</td>";
     for (double v : {d.mean, d.p50, d.p90, d.p99, d.max}) h += "<td>" + format_ms(v) + "</td>";
@@ -73,30 +74,42 @@ std::string latency_table(const TraceSummary& s) {
 
 std::string summary_tables(const TraceSummary& s) {
   std::string h = "<div class=\"grid4\"><table class=\"sum\">\n";
-  row(h, "requests", count(s.requests) + (s.unfinished_requests ? " (" + count(s.unfinished_requests) + " unfinished)" : ""));
+  row(h, "requests",
+      count(s.requests) +
+          (s.unfinished_requests ? " (" + count(s.unfinished_requests) + " unfinished)" : ""));
   std::string reasons;
-  for (const auto& [r, n] : s.finish_reasons) reasons += (reasons.empty() ? "" : ", ") + r + " " + count(n);
+  for (const auto& [r, n] : s.finish_reasons)
+    reasons += (reasons.empty() ? "" : ", ") + r + " " + count(n);
   row(h, "finish reasons", reasons.empty() ? "–" : reasons);
   row(h, "steps (prefill / decode / mixed)",
-      count(s.steps) + " (" + count(s.prefill_steps) + " / " + count(s.decode_steps) + " / " + count(s.mixed_steps) + ")");
-  row(h, "wall time of the steps", format_ms(s.span_seconds * 1e3) + " (busy " + format_ms(s.busy_seconds * 1e3) + ")");
-  row(h, "batch size (mean / max)", fixed(s.mean_batch_size, 1) + " / " + std::to_string(s.max_batch_size));
+      count(s.steps) + " (" + count(s.prefill_steps) + " / " + count(s.decode_steps) + " / " +
+          count(s.mixed_steps) + ")");
+  row(h, "wall time of the steps",
+      format_ms(s.span_seconds * 1e3) + " (busy " + format_ms(s.busy_seconds * 1e3) + ")");
+  row(h, "batch size (mean / max)",
+      fixed(s.mean_batch_size, 1) + " / " + std::to_string(s.max_batch_size));
   h += "</table><table class=\"sum\">\n";
-  row(h, "output tokens", count(s.output_tokens) + " (" + fixed(s.output_tokens_per_s, 1) + " tok/s)");
-  row(h, "prefill + decode tokens", count(s.prefill_tokens) + " + " + count(s.decode_tokens) + " (" +
-      fixed(s.total_tokens_per_s, 1) + " tok/s)");
+  row(h, "output tokens",
+      count(s.output_tokens) + " (" + fixed(s.output_tokens_per_s, 1) + " tok/s)");
+  row(h, "prefill + decode tokens",
+      count(s.prefill_tokens) + " + " + count(s.decode_tokens) + " (" +
+          fixed(s.total_tokens_per_s, 1) + " tok/s)");
   row(h, "prompt tokens", count(s.prompt_tokens));
   row(h, "preemptions", count(s.preemptions));
-  row(h, "prefix-cache hit rate", fixed(100 * s.prefix_hit_rate, 1) + "% (" + count(s.prefix_hit_tokens) + " of " +
-      count(s.prefix_query_tokens) + " tokens)");
-  row(h, "peak KV blocks", std::to_string(s.peak_kv_blocks) + " of " + std::to_string(s.num_kv_blocks));
+  row(h, "prefix-cache hit rate",
+      fixed(100 * s.prefix_hit_rate, 1) + "% (" + count(s.prefix_hit_tokens) + " of " +
+          count(s.prefix_query_tokens) + " tokens)");
+  row(h, "peak KV blocks",
+      std::to_string(s.peak_kv_blocks) + " of " + std::to_string(s.num_kv_blocks));
   h += "</table><table class=\"sum\">\n";
-  static constexpr const char* kSplit[] = {"schedule", "prepare", "forward", "sample", "postprocess"};
+  static constexpr const char* kSplit[] = {"schedule", "prepare", "forward", "sample",
+                                           "postprocess"};
   for (int i = 0; i < 5; ++i) {
     const double pct = 100 * s.split_share[i];
     row(h, std::string("step time: ") + kSplit[i], fixed(pct, pct < 1 ? 2 : 1) + "%");
   }
-  row(h, "tracer's own time", s.tracer_overhead_pct >= 0 ? fixed(s.tracer_overhead_pct, 2) + "% of step time" : "–");
+  row(h, "tracer's own time",
+      s.tracer_overhead_pct >= 0 ? fixed(s.tracer_overhead_pct, 2) + "% of step time" : "–");
   h += "</table></div>\n";
   return h + latency_table(s);
 }
@@ -110,10 +123,11 @@ std::string meta_line(const TraceData& d, const PageOptions& opt) {
       if (it == d.config.end()) return std::string("?");
       return it->is_string() ? it->get<std::string>() : it->dump();
     };
-    m += " · model " + html_escape(get("model")) + " · " + html_escape(get("device")) + " · policy " +
-         html_escape(get("policy")) + " · " + get("num_kvcache_blocks") + " KV blocks of " + get("block_size") +
-         " tokens · max_num_seqs " + get("max_num_seqs") + " · max_num_batched_tokens " +
-         get("max_num_batched_tokens") + " · prefix caching " + get("enable_prefix_caching");
+    m += " · model " + html_escape(get("model")) + " · " + html_escape(get("device")) +
+         " · policy " + html_escape(get("policy")) + " · " + get("num_kvcache_blocks") +
+         " KV blocks of " + get("block_size") + " tokens · max_num_seqs " + get("max_num_seqs") +
+         " · max_num_batched_tokens " + get("max_num_batched_tokens") + " · prefix caching " +
+         get("enable_prefix_caching");
   }
   if (d.truncated) m += " · <b>the file was cut short (the process did not close it)</b>";
   return m + "</p>\n";

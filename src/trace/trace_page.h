@@ -16,7 +16,7 @@ namespace nanovllm::trace {
 
 struct PageOptions {
   std::string title = "nanovllm trace";
-  std::string source;       // the trace file's name, shown in the header
+  std::string source;  // the trace file's name, shown in the header
   int max_gantt_rows = 200;
 };
 

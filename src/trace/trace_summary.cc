@@ -11,7 +11,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kSplitNames[] = {"schedule", "prepare", "forward", "sample", "postprocess"};
 
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 }  // namespace
 
 double percentile(std::vector<double> v, double q) {
@@ -42,7 +44,9 @@ TraceSummary summarize(const TraceData& d) {
   int64_t seq_sum = 0;
   for (const StepRecord& st : d.steps) {
     s.steps++;
-    (st.phase == "prefill" ? s.prefill_steps : st.phase == "decode" ? s.decode_steps : s.mixed_steps)++;
+    (st.phase == "prefill"  ? s.prefill_steps
+     : st.phase == "decode" ? s.decode_steps
+                            : s.mixed_steps)++;
     s.prefill_tokens += st.prefill_tokens;
     s.decode_tokens += st.decode_tokens;
     s.busy_seconds += st.dur * 1e-6;
@@ -65,8 +69,10 @@ TraceSummary summarize(const TraceData& d) {
     s.requests++;
     s.prompt_tokens += r.prompt_tokens;
     s.output_tokens += int64_t(r.token_times.size());
-    if (r.finish_reason.empty() || r.finish_reason == "unfinished") s.unfinished_requests++;
-    else s.finish_reasons[r.finish_reason]++;
+    if (r.finish_reason.empty() || r.finish_reason == "unfinished")
+      s.unfinished_requests++;
+    else
+      s.finish_reasons[r.finish_reason]++;
     if (r.arrival < 0) continue;
     if (!r.token_times.empty()) ttft.push_back((r.token_times.front() - r.arrival) * 1e-3);
     for (size_t i = 1; i < r.token_times.size(); ++i)
@@ -87,20 +93,25 @@ TraceSummary summarize(const TraceData& d) {
   }
   s.prefix_hit_tokens = d.prefix_hit_tokens;
   s.prefix_query_tokens = d.prefix_query_tokens;
-  s.prefix_hit_rate = d.prefix_query_tokens > 0 ? double(d.prefix_hit_tokens) / double(d.prefix_query_tokens) : 0;
+  s.prefix_hit_rate =
+      d.prefix_query_tokens > 0 ? double(d.prefix_hit_tokens) / double(d.prefix_query_tokens) : 0;
   for (const KvSample& k : d.kv) s.peak_kv_blocks = std::max(s.peak_kv_blocks, k.used);
   if (d.config.is_object()) s.num_kv_blocks = d.config.value("num_kvcache_blocks", 0);
   if (d.final_stats.is_object()) {
     const double step_us = d.final_stats.value("step_time_us", 0.0);
-    if (step_us > 0) s.tracer_overhead_pct = 100.0 * d.final_stats.value("tracer_overhead_us", 0.0) / step_us;
+    if (step_us > 0)
+      s.tracer_overhead_pct = 100.0 * d.final_stats.value("tracer_overhead_us", 0.0) / step_us;
   }
   return s;
 }
 
 nlohmann::json to_json(const TraceSummary& s) {
   auto dist = [](const Distribution& x) {
-    return nlohmann::json{{"count", x.count}, {"mean", finite_or_null(x.mean)}, {"p50", finite_or_null(x.p50)},
-                          {"p90", finite_or_null(x.p90)}, {"p99", finite_or_null(x.p99)},
+    return nlohmann::json{{"count", x.count},
+                          {"mean", finite_or_null(x.mean)},
+                          {"p50", finite_or_null(x.p50)},
+                          {"p90", finite_or_null(x.p90)},
+                          {"p99", finite_or_null(x.p99)},
                           {"max", finite_or_null(x.max)}};
   };
   nlohmann::json split;
@@ -133,7 +144,8 @@ nlohmann::json to_json(const TraceSummary& s) {
           {"peak_kv_blocks", s.peak_kv_blocks},
           {"num_kv_blocks", s.num_kv_blocks},
           {"step_time_split", split},
-          {"tracer_overhead_pct", s.tracer_overhead_pct >= 0 ? nlohmann::json(s.tracer_overhead_pct) : nlohmann::json()}};
+          {"tracer_overhead_pct",
+           s.tracer_overhead_pct >= 0 ? nlohmann::json(s.tracer_overhead_pct) : nlohmann::json()}};
 }
 
 }  // namespace nanovllm::trace

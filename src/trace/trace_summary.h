@@ -27,8 +27,8 @@ struct TraceSummary {
   std::map<std::string, int64_t> finish_reasons;
   int64_t steps = 0, prefill_steps = 0, decode_steps = 0, mixed_steps = 0;
   int64_t prompt_tokens = 0, prefill_tokens = 0, decode_tokens = 0, output_tokens = 0;
-  double busy_seconds = 0;      // sum of step durations
-  double span_seconds = 0;      // first step start .. last step end
+  double busy_seconds = 0;                                 // sum of step durations
+  double span_seconds = 0;                                 // first step start .. last step end
   double output_tokens_per_s = 0, total_tokens_per_s = 0;  // over span_seconds
   double mean_batch_size = 0;
   int max_batch_size = 0;
@@ -37,7 +37,8 @@ struct TraceSummary {
   int64_t prefix_hit_tokens = 0, prefix_query_tokens = 0;
   double prefix_hit_rate = 0;  // hit / query tokens
   int peak_kv_blocks = 0, num_kv_blocks = 0;
-  double split_share[5] = {};  // fraction of busy time: schedule, prepare, forward, sample, postprocess
+  double split_share[5] =
+      {};  // fraction of busy time: schedule, prepare, forward, sample, postprocess
   double tracer_overhead_pct = -1;  // tracer's own time / step time; -1 if unknown (cut short)
 };
 

@@ -11,7 +11,8 @@ TraceWriter::TraceWriter(const std::string& path, size_t flush_bytes)
     : path_(path), flush_bytes_(flush_bytes) {
   NV_CHECK(!path.empty(), "trace path is empty");
   file_ = std::fopen(path.c_str(), "wb");
-  NV_CHECK(file_ != nullptr, "cannot open trace file '", path, "' for writing: ", std::strerror(errno));
+  NV_CHECK(file_ != nullptr, "cannot open trace file '", path,
+           "' for writing: ", std::strerror(errno));
   buf_.reserve(flush_bytes_ + (flush_bytes_ >> 2));
   buf_ += "[\n";
 }

@@ -2,7 +2,6 @@
 // buffer, valid file at close, write errors), reading back (repair of a cut-short file, clear
 // errors), percentiles against hand-computed values, and page size bounds on large traces.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -27,7 +26,8 @@ using nlohmann::json;
 namespace {
 
 std::string tmp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("nanovllm_trace_" + std::to_string(::getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() /
+          ("nanovllm_trace_" + std::to_string(::getpid()) + "_" + name))
       .string();
 }
 
@@ -44,7 +44,14 @@ TEST(JsonStream, CommasNestingAndEscapes) {
   std::string out;
   JsonStream js(out);
   js.begin_object().field("a", 1).field("s", std::string_view("q\"\\\n\x01 é"));
-  js.key("arr").begin_array().value(int64_t(-3)).value(2.5, 2).begin_object().end_object().null().end_array();
+  js.key("arr")
+      .begin_array()
+      .value(int64_t(-3))
+      .value(2.5, 2)
+      .begin_object()
+      .end_object()
+      .null()
+      .end_array();
   js.field("t", true).field("nan", std::nan(""), 3).key("raw").raw("{\"x\":[1,2]}").end_object();
   ASSERT_TRUE(js.balanced());
   const json j = json::parse(out);  // an independent parser accepts it
@@ -62,7 +69,12 @@ TEST(TraceWriter, IncrementalFlushAndValidFileAtClose) {
   {
     TraceWriter w(p, /*flush_bytes=*/256);
     for (int i = 0; i < 100; ++i) {
-      w.begin_event('X', "ev", "cat", 1, 10.0 * i).field("dur", 5.0, 3).key("args").begin_object().field("i", i).end_object();
+      w.begin_event('X', "ev", "cat", 1, 10.0 * i)
+          .field("dur", 5.0, 3)
+          .key("args")
+          .begin_object()
+          .field("i", i)
+          .end_object();
       w.end_event();
     }
     // Flushed in pieces: most of the events are on disk before close, and what is there parses
@@ -88,7 +100,8 @@ TEST(TraceWriter, BadPathIsAClearErrorAndDiskFullStopsTracing) {
     TraceWriter w("/nonexistent-dir/x/trace.json");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x/trace.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/x/trace.json"), std::string::npos)
+        << e.what();
   }
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full to simulate a full disk";
   TraceWriter w("/dev/full", 64);
@@ -101,9 +114,11 @@ TEST(TraceWriter, BadPathIsAClearErrorAndDiskFullStopsTracing) {
 
 TEST(TraceData, RepairsACutShortFileAndRejectsOtherFiles) {
   const std::string text =
-      "[\n{\"name\":\"engine_config\",\"cat\":\"engine\",\"ph\":\"i\",\"ts\":0,\"pid\":1,\"tid\":1,\"args\":"
+      "[\n{\"name\":\"engine_config\",\"cat\":\"engine\",\"ph\":\"i\",\"ts\":0,\"pid\":1,\"tid\":1,"
+      "\"args\":"
       "{\"num_kvcache_blocks\":8}},\n"
-      "{\"name\":\"decode\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":10,\"pid\":1,\"tid\":1,\"dur\":5,\"args\":"
+      "{\"name\":\"decode\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":10,\"pid\":1,\"tid\":1,\"dur\":5,"
+      "\"args\":"
       "{\"num_seqs\":1,\"decode_tokens\":1,\"seqs\":[{\"seq\":3,\"tokens\":1}]}},\n"
       "{\"name\":\"decode\",\"cat\":\"step\",\"ph\":\"X\",\"ts\":20,\"pid\":1,\"tid\":1,\"du";
   const TraceData d = parse_trace(text);
@@ -114,7 +129,8 @@ TEST(TraceData, RepairsACutShortFileAndRejectsOtherFiles) {
   EXPECT_EQ(d.requests[0].token_times, std::vector<double>{15.0});
   EXPECT_EQ(d.config["num_kvcache_blocks"], 8);
   EXPECT_THROW(parse_trace("not json at all"), Error);
-  EXPECT_THROW(parse_trace("[{\"name\":\"x\",\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1}]"), Error);  // no nanovllm events
+  EXPECT_THROW(parse_trace("[{\"name\":\"x\",\"ph\":\"X\",\"ts\":1,\"pid\":1,\"tid\":1}]"),
+               Error);  // no nanovllm events
   EXPECT_THROW(parse_trace("{\"a\":1}"), Error);
   EXPECT_THROW(load_trace("/nonexistent-dir/trace.json"), Error);
 }
@@ -171,7 +187,8 @@ TEST(TracePage, LargeTraceRendersWithBoundedSize) {
     q.arrival = r * 3000.0;
     q.end = q.arrival + 50000;
     q.finish_reason = "length";
-    q.spans = {{"queued", q.arrival, q.arrival + 1000}, {"prefill", q.arrival + 1000, q.arrival + 2000},
+    q.spans = {{"queued", q.arrival, q.arrival + 1000},
+               {"prefill", q.arrival + 1000, q.arrival + 2000},
                {"decode", q.arrival + 2000, q.end}};
     q.token_times = {q.arrival + 2000, q.arrival + 3000};
     d.requests.push_back(q);
@@ -189,7 +206,8 @@ TEST(TracePage, LargeTraceRendersWithBoundedSize) {
   EXPECT_EQ(page.find("<m&>"), std::string::npos);
   // Nothing is fetched: the only URL is the SVG namespace name.
   std::string rest = page;
-  for (size_t p; (p = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;) rest.erase(p, 26);
+  for (size_t p; (p = rest.find("http://www.w3.org/2000/svg")) != std::string::npos;)
+    rest.erase(p, 26);
   EXPECT_EQ(rest.find("http"), std::string::npos);
   EXPECT_EQ(rest.find("src="), std::string::npos);
 }

@@ -3,7 +3,6 @@
 // cache) and prefix-cache hits (shared prompt prefixes), under both scheduling policies. Also:
 // aborted, rejected and unfinished requests close their spans; tracing changes no output.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -26,7 +25,8 @@ using nlohmann::json;
 namespace {
 
 std::string trace_file(const std::string& name) {
-  return std::string(NANOVLLM_BINARY_DIR) + "/trace_engine_" + std::to_string(::getpid()) + "_" + name + ".json";
+  return std::string(NANOVLLM_BINARY_DIR) + "/trace_engine_" + std::to_string(::getpid()) + "_" +
+         name + ".json";
 }
 
 json read_json(const std::string& path) {
@@ -122,14 +122,17 @@ void check_counts_equal_stats(const std::string& policy) {
       if (name == "mixed") mixed_steps++;
       for (const json& s : e["args"]["seqs"]) {
         seq_tokens += s["tokens"].get<int64_t>();
-        if (s.value("sample", true)) sampled[s["seq"].get<uint64_t>()]++;
-        else unsampled_chunks++;
+        if (s.value("sample", true))
+          sampled[s["seq"].get<uint64_t>()]++;
+        else
+          unsampled_chunks++;
       }
     }
     if (ph == "b" && name == "preempted") preempted_spans++;
     if (ph == "C" && name == "prefix_cache_tokens") last_prefix = e["args"];
     if (ph == "C" && name == "preemptions") last_preemptions = e["args"];
-    if (ph == "e" && name.rfind("request ", 0) == 0) request_end[e["id"].get<uint64_t>()] = e["args"];
+    if (ph == "e" && name.rfind("request ", 0) == 0)
+      request_end[e["id"].get<uint64_t>()] = e["args"];
     if (ph == "i" && name == "engine_stats") final_stats = e["args"]["stats"];
   }
   EXPECT_EQ(steps, st.steps);
@@ -171,7 +174,8 @@ void check_counts_equal_stats(const std::string& policy) {
   EXPECT_EQ(s.requests, int64_t(run.outputs.size()));
   for (const trace::RequestRecord& r : d.requests) {
     ASSERT_FALSE(r.token_times.empty());
-    EXPECT_NEAR((r.token_times.front() - r.arrival) / 1e3, r.end_args["ttft_ms"].get<double>(), 0.002);
+    EXPECT_NEAR((r.token_times.front() - r.arrival) / 1e3, r.end_args["ttft_ms"].get<double>(),
+                0.002);
   }
   std::remove(c.trace_path.c_str());
 }
@@ -186,7 +190,8 @@ TEST(TraceEngine, TracingChangesNoOutput) {
   on.trace_path = trace_file("same");
   const RunResult a = run_workload(off), b = run_workload(on);
   ASSERT_EQ(a.outputs.size(), b.outputs.size());
-  for (size_t i = 0; i < a.outputs.size(); ++i) EXPECT_EQ(a.outputs[i].token_ids, b.outputs[i].token_ids);
+  for (size_t i = 0; i < a.outputs.size(); ++i)
+    EXPECT_EQ(a.outputs[i].token_ids, b.outputs[i].token_ids);
   EXPECT_EQ(a.stats.steps, b.stats.steps);
   EXPECT_EQ(a.stats.preemptions, b.stats.preemptions);
   std::remove(on.trace_path.c_str());
@@ -200,7 +205,8 @@ TEST(TraceEngine, AbortedRejectedAndUnfinishedRequestsCloseTheirSpans) {
     const auto prompts = shared_prefix_prompts();
     std::vector<uint64_t> ids;
     for (int i = 0; i < 4; ++i) ids.push_back(llm.add_request(prompts[size_t(i)], greedy(30)));
-    const uint64_t too_long = llm.add_request(Prompt(std::vector<int>(300, 5)), greedy(4));  // > max_model_len
+    const uint64_t too_long =
+        llm.add_request(Prompt(std::vector<int>(300, 5)), greedy(4));  // > max_model_len
     llm.step();
     llm.step();
     llm.abort(ids[0]);  // running
@@ -231,7 +237,8 @@ TEST(TraceEngine, UnwritableTracePathIsAClearError) {
     LLM llm(c);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot open trace file '/nonexistent-dir/trace.json'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cannot open trace file '/nonexistent-dir/trace.json'"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -82,7 +82,8 @@ JsonStream& JsonStream::key(std::string_view k) {
   return *this;
 }
 
-JsonStream& JsonStream::value(int64_t v) {
+template <class Int>
+JsonStream& JsonStream::integer(Int v) {
   separate();
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -90,13 +91,8 @@ JsonStream& JsonStream::value(int64_t v) {
   return *this;
 }
 
-JsonStream& JsonStream::value(uint64_t v) {
-  separate();
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out_.append(buf, r.ptr);
-  return *this;
-}
+JsonStream& JsonStream::value(int64_t v) { return integer(v); }
+JsonStream& JsonStream::value(uint64_t v) { return integer(v); }
 
 JsonStream& JsonStream::value(double v, int decimals) {
   if (!std::isfinite(v)) return null();

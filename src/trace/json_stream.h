@@ -57,6 +57,8 @@ class JsonStream {
 
  private:
   void separate();  // a comma before a sibling value
+  template <class Int>
+  JsonStream& integer(Int v);
   void open(char bracket);
   void close(char bracket);
   std::string& out_;

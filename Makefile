@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test unit asan clean fuzz
+.PHONY: all deps configure build run test unit asan clean fuzz python
 
 all: build
 
@@ -19,11 +19,14 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README).
+# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README), with its
+# scheduler trace and the trace's HTML page in $(BUILD)/.
 run: build
 	$(BUILD)/nanovllm bench --random-model small --num-seqs 32 --min-input-len 64 --max-input-len 256 \
 	  --min-output-len 32 --max-output-len 128 \
-	  --cache-dir $(BUILD)/models
+	  --cache-dir $(BUILD)/models --trace $(BUILD)/trace.json
+	$(BUILD)/nanovllm trace-view $(BUILD)/trace.json -o $(BUILD)/trace.html
+	@echo "trace: $(BUILD)/trace.html (open in a browser), $(BUILD)/trace.json (https://ui.perfetto.dev or chrome://tracing)"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
@@ -45,4 +48,9 @@ fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_structured
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz build-pip
+
+# The Python package in-tree: build/python/nanovllm (use with PYTHONPATH=build/python).
+python: configure
+	cmake --build $(BUILD) -j $(JOBS) --target nanovllm_python
+	@echo "Python package: PYTHONPATH=$(BUILD)/python /usr/bin/python3 -c 'import nanovllm'"

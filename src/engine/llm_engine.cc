@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <random>
 
-#include "layers/sampler.h"
+#include "engine/request_sampling.h"
 #include "tokenizer/chat_template.h"
 #include "util/progress.h"
 
@@ -26,14 +26,14 @@ struct LLMEngine::Request {
   std::vector<int> out_tokens;   // generated token ids
   std::vector<TokenLogprobs> logprobs;
   size_t streamed_logprobs = 0;
-  uint64_t seed = 0;
+  std::unique_ptr<RequestSampling> sampling;  // views `params`
   int num_cached_tokens = 0;
   bool stopped_by_string = false;
   bool finished = false;
   std::string finish_reason, error;
 };
 
-LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.num_threads) {
+LLMEngine::LLMEngine(const Config& config) : config_(config) {
   config_.validate();
   NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
            "' has no config.json");
@@ -74,9 +74,14 @@ LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.
   sc.eos_token_ids = eos_ids_;
   scheduler_ = std::make_unique<Scheduler>(sc);
   stats_.num_blocks_total = config_.num_kvcache_blocks;
+  stats_.executor = runner_->executor().name();
+  stats_.graph_pool_bytes = runner_->executor().graph_pool_bytes();
+  if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
 }
 
-LLMEngine::~LLMEngine() = default;
+LLMEngine::~LLMEngine() {
+  if (tracer_) tracer_->close(stats_);
+}
 
 size_t LLMEngine::weight_bytes() const { return runner_->model().weight_bytes(); }
 
@@ -86,11 +91,12 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   r->id = next_id_++;
   r->stream = stream;
   r->params = params;
+  uint64_t seed = 0;
   if (params.seed) {
-    r->seed = *params.seed;
+    seed = *params.seed;
   } else {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
-    r->seed = rng();
+    seed = rng();
   }
   std::string error;
   if (auto* text = std::get_if<std::string>(&prompt.value)) {
@@ -103,6 +109,10 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   for (int id : r->prompt_ids)
     NV_CHECK(id >= 0 && id < mc_.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
+  for (const auto& [id, bias] : params.logit_bias)
+    NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
+             mc_.vocab_size, ")");
+  r->sampling = std::make_unique<RequestSampling>(r->params, seed, r->prompt_ids, eos_ids_);
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
   if (tokenizer_)
     r->detok = std::make_unique<IncrementalDetokenizer>(*tokenizer_, params.skip_special_tokens);
@@ -111,6 +121,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   auto seq = std::make_unique<Sequence>(id, r->prompt_ids, params, config_.kvcache_block_size);
   Request* rp = r.get();
   requests_[id] = std::move(r);
+  if (tracer_) tracer_->arrived(id, int(rp->prompt_ids.size()));
   try {
     scheduler_->add(std::move(seq));
   } catch (const Error& e) {
@@ -119,6 +130,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     rp->finish_reason = "error";
     rp->error = e.what();
     stats_.failed_requests++;
+    if (tracer_) tracer_->finished(id, "error");
     pending_failed_.push_back(make_output(*rp, nullptr));
     if (rp->stream) push_delta(*rp, true);
     requests_.erase(id);
@@ -128,6 +140,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
 
 void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogprobs* lp) {
   r.out_tokens.push_back(token);
+  r.sampling->on_token(token);
   if (lp) r.logprobs.push_back(*lp);
   if (!r.detok) return;
   const size_t before = r.text.size();
@@ -201,6 +214,7 @@ void LLMEngine::finish_request(uint64_t id, const std::string& reason,
   if (r.detok && !r.stopped_by_string) r.text += r.detok->finish();
   if (reason == "abort") stats_.aborted_requests++;
   else stats_.finished_requests++;
+  if (tracer_) tracer_->finished(id, reason);
   out.push_back(make_output(r, nullptr));
   if (r.stream) push_delta(r, true);
   requests_.erase(it);
@@ -214,6 +228,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
+  if (tracer_) tracer_->step_begin();
   std::vector<uint64_t> was_waiting;
   for (const Sequence* s : scheduler_->waiting()) was_waiting.push_back(s->seq_id);
 
@@ -222,6 +237,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     refresh_stats();
     return out;
   }
+  if (tracer_) tracer_->scheduled(so, *scheduler_);
   // Prefix-cache accounting for sequences admitted in this step.
   for (const auto& ss : so.seqs) {
     if (std::find(was_waiting.begin(), was_waiting.end(), ss.seq->seq_id) == was_waiting.end())
@@ -237,38 +253,32 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
 
   HostBatch hb = runner_->prepare(so);
-  Tensor logits = runner_->run(hb);
+  if (tracer_) tracer_->mark(StepMark::kPrepared);
+  Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+  if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
+    runner_->backend().synchronize();
+    tracer_->mark(StepMark::kForwarded);
+  }
 
-  std::vector<SampleRequest> reqs;
+  SamplingBatch batch;
   std::vector<Sequence*> sampled;
   for (const auto& ss : so.seqs) {
     if (!ss.sample) continue;
     Sequence* s = ss.seq;
     auto it = requests_.find(s->seq_id);
     NV_CHECK(it != requests_.end(), "scheduled sequence ", s->seq_id, " has no request");
-    SampleRequest q;
-    q.params = &it->second->params;
-    q.seed = it->second->seed;
-    q.step = s->num_completion_tokens();
-    q.suppress_eos = s->num_completion_tokens() < s->params.min_tokens;
-    q.eos_ids = &eos_ids_;
-    reqs.push_back(q);
+    batch.rows.push_back(it->second->sampling->row(s->num_completion_tokens()));
     sampled.push_back(s);
   }
-  const int S = int(reqs.size());
-  const int V = int(logits.size(-1));
-  NV_CHECK_EQ(int64_t(S), logits.size(0), "logits rows vs sampled sequences");
-  std::vector<TokenLogprobs> lps;
-  bool want_lp = false;
-  for (auto& q : reqs) want_lp |= q.params->logprobs >= 0;
-  std::vector<int> tokens = sample(logits.data<float>(), S, V, reqs, &host_pool_,
-                                   want_lp ? &lps : nullptr);
+  const SampleResult res = runner_->backend().sample(logits, batch);
+  if (tracer_) tracer_->mark(StepMark::kSampled);
+  const std::vector<int>& tokens = res.tokens;
+  const int S = int(tokens.size());
 
   std::vector<std::unique_ptr<Sequence>> finished = scheduler_->postprocess(so, tokens);
   for (int i = 0; i < S; ++i) {
     Request& r = *requests_.at(sampled[size_t(i)]->seq_id);
-    const TokenLogprobs* lp =
-        (want_lp && r.params.logprobs >= 0 && size_t(i) < lps.size()) ? &lps[size_t(i)] : nullptr;
+    const TokenLogprobs* lp = r.params.logprobs >= 0 ? &res.logprobs[size_t(i)] : nullptr;
     on_token(r, *sampled[size_t(i)], tokens[size_t(i)], lp);
   }
   std::vector<uint64_t> done_ids;
@@ -307,6 +317,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   else stats_.decode_seconds += secs;
   refresh_stats();
   last_step_.num_blocks_used = stats_.num_blocks_used;
+  if (tracer_) tracer_->step_end(so, *scheduler_);
   return out;
 }
 
@@ -315,6 +326,7 @@ void LLMEngine::refresh_stats() {
   stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, stats_.num_blocks_used);
   stats_.num_running = int(scheduler_->num_running());
   stats_.num_waiting = int(scheduler_->num_waiting());
+  stats_.graph_steps = runner_->executor().graph_steps();
 }
 
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_failed_.empty(); }

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_tracer.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
 #include "nanovllm/llm.h"
 #include "tokenizer/tokenizer.h"
-#include "util/thread_pool.h"
 
 namespace nanovllm {
 
@@ -53,13 +53,13 @@ class LLMEngine {
   std::vector<int> eos_ids_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
-  ThreadPool host_pool_;
   std::map<uint64_t, std::unique_ptr<Request>> requests_;
   std::vector<RequestOutput> pending_failed_;  // rejected at add_request, reported by step()
   std::vector<StreamDelta> deltas_;
   uint64_t next_id_ = 0;
   EngineStats stats_;
   StepStats last_step_;
+  std::unique_ptr<EngineTracer> tracer_;  // null unless config.trace_path is set
 };
 
 }  // namespace nanovllm

@@ -3,10 +3,11 @@
 // scheduling policies must not change what is generated.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
-#include "loader/make_model.h"
+#include "random_model.h"
 #include "nanovllm/llm.h"
 #include "util/check.h"
 
@@ -18,27 +19,19 @@ namespace {
 std::string stories_dir() { return std::string(NANOVLLM_SHARED_DATA) + "/models/stories260K-hf"; }
 bool have_stories() { return fs::exists(stories_dir() + "/config.json"); }
 
-// A random f32 Qwen3 tiny model, made once per test binary run.
-const std::string& random_model() {
-  static std::string dir = [] {
-    std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/qwen3-tiny-f32";
-    if (!fs::exists(d + "/config.json")) {
-      MakeModelOptions o;
-      o.arch = "qwen3";
-      o.preset = "tiny";
-      o.dtype = DType::F32;
-      o.seed = 7;
-      o.out_dir = d;
-      make_random_model(o);
-    }
-    return d;
-  }();
-  return dir;
+const std::string& random_model() { return random_tiny_model(); }
+
+// The CPU backend unless NANOVLLM_TEST_DEVICE says otherwise (scripts/gpu-check.sh runs this
+// binary once more with "cuda"): never "auto", so a unit run on a GPU machine stays on the CPU.
+std::string device_under_test() {
+  const char* d = std::getenv("NANOVLLM_TEST_DEVICE");
+  return d && *d ? d : "cpu";
 }
 
 Config base_config(const std::string& model) {
   Config c;
   c.model = model;
+  c.device = device_under_test();
   c.num_threads = 2;
   c.max_model_len = 512;
   c.kvcache_block_size = 16;

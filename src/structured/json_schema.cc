@@ -92,6 +92,7 @@ ExprPtr SchemaCompiler::value_body(const ojson& s, const std::string& path) {
       if (list.size() != 1) fail(path, "'allOf' with more than one schema is not supported");
       return value(list[0], path + "/allOf/0");
     }
+    if (std::string(comb) == "oneOf") check_one_of(list, path);
     std::vector<ExprPtr> kids;
     for (size_t i = 0; i < list.size(); ++i) kids.push_back(value(list[i], path + "/" + comb + "/" + std::to_string(i)));
     return alt(std::move(kids));

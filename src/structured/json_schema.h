@@ -4,7 +4,8 @@
 // honour is a ConstraintError naming the keyword and its location, never silently ignored.
 //
 // Supported (drafts 4 to 2020-12 spellings):
-//  - type (one or a list), enum, const, anyOf, oneOf (as anyOf: branches should be disjoint),
+//  - type (one or a list), enum, const, anyOf, oneOf (when its branches are evidently disjoint:
+//    different types, or objects with different const values of a required property),
 //    allOf with one schema, $ref to "#..." JSON pointers ($defs, definitions, recursion through
 //    objects/arrays), nullable (OpenAPI), true / false schemas, annotations (title, ...).
 //  - object: properties (generated in schema order), required, additionalProperties (false;

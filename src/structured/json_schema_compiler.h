@@ -8,6 +8,7 @@
 // does not pass through an object or array rule is an error.
 #pragma once
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ class SchemaCompiler {
   const ojson& resolve_ref(const ojson& ref, const std::string& path, std::string* target_path) const;
   std::vector<std::string> types_of(const ojson& s, const std::string& path) const;
   void check_keywords(const ojson& s, const std::string& path) const;
+
+  // json_schema_oneof.cc
+  const ojson& deref(const ojson& s, const std::string& path, int depth) const;
+  std::set<std::string> possible_types(const ojson& s, const std::string& path, int depth) const;
+  bool discriminated(const ojson& a, const ojson& b, const std::string& path) const;
+  void check_one_of(const ojson& list, const std::string& path) const;
 
   // json_schema_rules.cc
   int object_rule(const ojson& s, const std::string& path);

@@ -94,6 +94,10 @@ TEST(JsonSchema, Combinators) {
   expect_language(R"({"type":["boolean","null"]})", {"true", "null"}, {"0"});
   expect_language(R"({"type":"integer","nullable":true})", {"3", "null"}, {"\"3\""});
   expect_language(R"({"allOf":[{"type":"null"}]})", {"null"}, {"1"});
+  expect_language(R"({"oneOf":[{"type":"string","maxLength":1},{"type":["integer","null"]}]})", {"\"a\"", "1", "null"}, {"1.5"});
+  expect_language(R"({"$defs":{"b":{"type":"object","properties":{"k":{"enum":["b","c"]}},"required":["k"]}},
+                     "oneOf":[{"type":"object","properties":{"k":{"const":"a"}},"required":["k"]},{"$ref":"#/$defs/b"}]})",
+                  {"{\"k\":\"a\"}", "{\"k\":\"c\"}"}, {"{\"k\":\"d\"}"});
   expect_language(R"({"$defs":{"n":{"type":"integer","minimum":0}},"type":"object","properties":{"x":{"$ref":"#/$defs/n"}},
                      "required":["x"]})", {"{\"x\":5}"}, {"{\"x\":-5}"});
   // A recursive tree through an object.
@@ -184,6 +188,8 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
       {R"({"$ref":"https://example.com/s.json"})", "only \"#...\""},
       {R"({"$ref":"#/$defs/missing"})", "does not resolve"},
       {R"({"allOf":[{"type":"object"},{"required":["a"]}]})", "'allOf' with more than one"},
+      {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", "'oneOf' branches 0 and 1 may match"},
+      {R"({"oneOf":[{"type":"object"},{"type":"object","properties":{"k":{"const":1}},"required":["k"]}]})", "use anyOf"},
       {R"({"$ref":"#"})", "recursive '$ref'"},
       {R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})", "recursive '$ref'"},
       {R"({"type":"string","format":"hostname"})", "format 'hostname'"},

@@ -40,6 +40,17 @@ const PositionMasks& CompiledGrammar::position(int32_t state, bool root_frame) c
   return *positions_.emplace(key, std::move(pm)).first->second;
 }
 
+size_t CompiledGrammar::precompute() const {
+  size_t n = 0;
+  for (int32_t s = 0; s < static_cast<int32_t>(g_.states.size()); ++s) {
+    if (g_.states[s].bytes.empty()) continue;
+    position(s, false);
+    position(s, true);
+    n += 2;
+  }
+  return n;
+}
+
 CompiledGrammar::Stats CompiledGrammar::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {positions_.size(), walk_seconds_, walk_pda_.num_configs()};

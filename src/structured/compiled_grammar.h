@@ -54,6 +54,10 @@ class CompiledGrammar {
   // The tables of NFA state `state` (which must have byte edges) in a frame whose caller is
   // unknown (root_frame false) or which is the bottom frame (root_frame true).
   const PositionMasks& position(int32_t state, bool root_frame) const;
+  // Computes the tables of every state that has byte edges, for both frame kinds, so that no
+  // request pays a first-visit walk (e.g. in a background thread when a constraint is first
+  // seen). Optional: tables are otherwise computed on first use. Returns the count.
+  size_t precompute() const;
 
   struct Stats {
     size_t positions = 0;     // tables computed so far

@@ -61,6 +61,24 @@ int32_t Pda::run(int32_t config, std::string_view bytes) {
   return config;
 }
 
+void Pda::fill(int32_t config, uint8_t byte) {
+  int lo = 0, hi = 255;  // the widest byte interval around `byte` crossing no edge boundary
+  for (int32_t n : configs_[config].kernel) {
+    for (auto& e : g_.states[nodes_[n].state].bytes) {
+      if (e.lo <= byte && byte <= e.hi) {
+        lo = std::max<int>(lo, e.lo);
+        hi = std::min<int>(hi, e.hi);
+      } else if (e.hi < byte) {
+        lo = std::max<int>(lo, e.hi + 1);
+      } else {
+        hi = std::min<int>(hi, e.lo - 1);
+      }
+    }
+  }
+  int32_t t = step(config, byte);  // may grow trans_: index it afterwards
+  for (int x = lo; x <= hi; ++x) trans_[static_cast<size_t>(config) * 256 + x] = t;
+}
+
 int32_t Pda::step(int32_t config, uint8_t byte) {
   todo_.clear();
   for (int32_t n : configs_[config].kernel) {

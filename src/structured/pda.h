@@ -48,10 +48,7 @@ class Pda {
   // After consuming `byte`; kDead if no stack survives. Memoized per (config, byte).
   int32_t next(int32_t config, uint8_t byte) {
     size_t i = static_cast<size_t>(config) * 256 + byte;
-    if (trans_[i] == kUnknown) {
-      int32_t t = step(config, byte);  // may grow trans_: no reference held across it
-      trans_[i] = t;
-    }
+    if (trans_[i] == kUnknown) fill(config, byte);
     return trans_[i];
   }
   // Runs `bytes` from `config`; kDead as soon as nothing survives.
@@ -69,6 +66,9 @@ class Pda {
   int32_t intern_node(int32_t state, int32_t parent);
   int32_t intern_config(std::vector<int32_t>& kernel, bool bottom);
   int32_t step(int32_t config, uint8_t byte);
+  // Sets next(config, x) for every byte x that no edge of the kernel tells apart from `byte`
+  // (they all lead to the same configuration): one closure per byte class, not per byte.
+  void fill(int32_t config, uint8_t byte);
   // Closes `todo_` (seed nodes) and interns the result; kDead when empty and not at bottom.
   int32_t close();
 

@@ -80,6 +80,12 @@ TEST(Masks, SharedGrammarAcrossMatchers) {
     EXPECT_EQ(a.next_token_bitmask(), b.next_token_bitmask());
   }
   EXPECT_GT(g->stats().positions, 0u);
+  // Precomputed tables give the same masks.
+  auto pre = compile(json_object_grammar(), json_ish_vocab(2));
+  EXPECT_GT(pre->precompute(), 10u);
+  GrammarMatcher c(pre);
+  ASSERT_TRUE(c.accept_bytes("{\"k\": [1, \"xé\"]"));
+  EXPECT_EQ(c.next_token_bitmask(), a.next_token_bitmask());
 }
 
 TEST(GrammarCache, SharesAndEvicts) {

@@ -1,5 +1,6 @@
 // EngineLoop with a real (random, tiny) model: continuous batching across submissions, aborts
-// free KV blocks, the waiting-queue bound, per-request errors, and stop() ending streams.
+// free KV blocks, the waiting-queue bound, per-request errors, stop() ending streams, and an
+// engine failure (injected) ending every request and leaving the loop dead.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -39,13 +40,12 @@ class EngineLoopTest : public ::testing::Test {
     delete dir_;
   }
 
-  static GenerationRequest ids_request(std::vector<int> ids, int max_tokens) {
-    GenerationRequest r;
-    r.prompt = std::move(ids);
+  static EngineRequest ids_request(std::vector<int> ids, int max_tokens) {
+    EngineRequest r;
+    r.prompt_ids = std::move(ids);
     r.params.temperature = 0.f;
     r.params.max_tokens = max_tokens;
     r.params.ignore_eos = true;
-    r.max_tokens_set = true;
     return r;
   }
 
@@ -180,6 +180,39 @@ TEST_F(EngineLoopTest, WaitingBoundAndShutdown) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 503);
   }
+}
+
+// An exception from step() mid-generation: streams that have output end with a final "error"
+// delta, requests without output fail with 500, and the loop refuses new work (503) for good.
+TEST_F(EngineLoopTest, EngineFailureEndsEveryRequestAndKillsTheLoop) {
+  ServerMetrics m;
+  EngineLoop loop(*llm_, m, 0);
+  loop.inject_fault_after_steps(5);
+  loop.start();
+  auto a = loop.submit(ids_request({11, 12, 13}, 200), Clock::now());
+  auto b = loop.submit(ids_request({21, 22, 23}, 200), Clock::now());
+  for (auto* ch : {&a, &b}) {
+    Result r = drain(**ch);
+    if (r.error) {
+      EXPECT_EQ(r.error->status, 500);
+      continue;
+    }
+    ASSERT_FALSE(r.deltas.empty());
+    EXPECT_TRUE(r.deltas.back().finished);
+    EXPECT_EQ(r.deltas.back().finish_reason, "error");
+    EXPECT_NE(r.deltas.back().error.find("injected engine fault"), std::string::npos) << r.deltas.back().error;
+    size_t tokens = 0;
+    for (auto& d : r.deltas) tokens += d.token_ids.size();
+    EXPECT_LT(tokens, 200u);
+  }
+  EXPECT_TRUE(loop.dead());
+  try {
+    loop.submit(ids_request({1, 2}, 2), Clock::now());
+    ADD_FAILURE() << "submission accepted by a dead loop";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 503);
+  }
+  loop.stop();  // joins a dead loop without hanging
 }
 
 }  // namespace

@@ -50,8 +50,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--preprocess-threads", opt.preprocess_threads,
                  "requests rendered / tokenized at once (off the engine thread)")
       ->capture_default_str();
-  // Tests only (hidden): the engine fails after N steps, to exercise the failure paths.
+  // Tests only (hidden): the engine fails after N steps / each step takes at least MS, so that
+  // failure and disconnect paths can be exercised deterministically.
   app.add_option("--test-engine-fault-after-steps", opt.test_fault_after_steps)->group("");
+  app.add_option("--test-engine-step-delay-ms", opt.test_step_delay_ms)->group("");
   add_engine_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
   server::validate(opt);

@@ -55,7 +55,7 @@ void Connection::set_phase(Phase p) {
 }
 
 void Connection::begin_request(bool first) {
-  header_bytes_ = body_bytes_ = 0;
+  header_bytes_ = body_bytes_ = written_ = 0;
   failure_ = ReadFailure::kNone;
   idle_deadline_ = ConnClock::now() + (first ? limits_.header_timeout : limits_.keep_alive_timeout);
   set_phase(Phase::kIdle);
@@ -179,6 +179,7 @@ ssize_t Connection::write(const char* ptr, size_t size) {
     }
     return -1;
   }
+  written_ += size;
   return ssize_t(size);
 }
 
@@ -220,7 +221,7 @@ bool ConnectionRegistry::admit(Connection* c) {
     refused_total_++;
     return false;
   }
-  if (int(conns_.size()) - shut_pending_ >= max_) {
+  if (conns_.size() - shut_.size() >= size_t(max_)) {
     Connection* victim = nullptr;
     for (Connection* o : conns_) {
       if (o->was_shut_down() || o->phase() == Connection::Phase::kBody) continue;
@@ -231,7 +232,7 @@ bool ConnectionRegistry::admit(Connection* c) {
       return false;
     }
     victim->shutdown_now();  // its thread removes it; its fd stays open until then
-    shut_pending_++;
+    shut_.push_back(victim);
     evicted_total_++;
   }
   conns_.push_back(c);
@@ -242,8 +243,8 @@ void ConnectionRegistry::remove(Connection* c) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = std::find(conns_.begin(), conns_.end(), c);
   if (it == conns_.end()) return;
-  if (c->was_shut_down()) shut_pending_--;
   conns_.erase(it);
+  if (auto s = std::find(shut_.begin(), shut_.end(), c); s != shut_.end()) shut_.erase(s);
 }
 
 void ConnectionRegistry::shutdown_connections(bool all) {
@@ -252,13 +253,13 @@ void ConnectionRegistry::shutdown_connections(bool all) {
   for (Connection* o : conns_)
     if (!o->was_shut_down() && (all || o->phase() != Connection::Phase::kBody)) {
       o->shutdown_now();
-      shut_pending_++;
+      shut_.push_back(o);
     }
 }
 
 int ConnectionRegistry::size() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return int(conns_.size()) - shut_pending_;
+  return int(conns_.size() - shut_.size());
 }
 
 }  // namespace nanovllm::server

@@ -72,6 +72,8 @@ class Connection final : public httplib::Stream {
   void headers_complete();
 
   ReadFailure failure() const { return failure_; }
+  // Bytes written since begin_request(): 0 means this request got no answer yet.
+  size_t bytes_written() const { return written_; }
   // The client closed or reset the connection (pending pipelined data does not count).
   bool peer_closed() const;
   // Close after the current response (client asked, or the request was not read completely).
@@ -98,7 +100,7 @@ class Connection final : public httplib::Stream {
   ConnLimits limits_;
   std::vector<char> buf_;
   size_t pos_ = 0, len_ = 0;
-  size_t header_bytes_ = 0, body_bytes_ = 0;
+  size_t header_bytes_ = 0, body_bytes_ = 0, written_ = 0;
   ConnClock::time_point idle_deadline_, header_deadline_, request_deadline_;
   ReadFailure failure_ = ReadFailure::kNone;
   bool close_ = false;
@@ -127,8 +129,8 @@ class ConnectionRegistry {
  private:
   mutable std::mutex mu_;
   std::vector<Connection*> conns_;
+  std::vector<Connection*> shut_;  // shut down here, not yet removed by their threads
   int max_;
-  int shut_pending_ = 0;  // shut down but not yet removed by their threads
   bool draining_ = false;
   std::atomic<int64_t> evicted_total_{0}, refused_total_{0};
 };

@@ -247,6 +247,7 @@ void EngineLoop::run() {
           throw Error("injected engine fault after " + std::to_string(steps_) + " steps (test hook)");
         (void)llm_.step();  // finished requests also arrive as final stream deltas
         ++steps_;
+        if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
         const int bs = llm_.last_step_stats().num_seqs;
         if (bs > 0) metrics_.batch_size.observe(bs);
       }

@@ -83,8 +83,10 @@ class EngineLoop {
   // True after an engine failure: nothing more is served (/health answers 503).
   bool dead() const { return dead_.load(); }
 
-  // Tests: step() throws after this many successful steps (call before start()).
+  // Tests (call before start()): step() throws after this many successful steps; each step
+  // takes at least `delay` (so that a client can leave while its request is still generating).
   void inject_fault_after_steps(int64_t steps) { fault_after_steps_ = steps; }
+  void inject_step_delay(std::chrono::milliseconds delay) { step_delay_ = delay; }
 
  private:
   void run();
@@ -107,6 +109,7 @@ class EngineLoop {
   std::atomic<bool> dead_{false};
   std::atomic<int> engine_waiting_{0};
   int64_t fault_after_steps_ = -1;
+  std::chrono::milliseconds step_delay_{0};
   int64_t steps_ = 0;
 
   std::unordered_map<uint64_t, std::shared_ptr<Channel>> live_;  // engine thread only

@@ -34,21 +34,42 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   return true;
 }
 
-void GuardedServer::refuse(Connection& c) {
-  const std::string body =
-      dump_json(error_json(503, "too many open connections, all busy with requests; retry later (--max-connections)",
-                           "service_unavailable", "", "too_many_connections"));
-  const std::string head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                           "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\n\r\n";
+void GuardedServer::write_raw_error(Connection& c, int status, const char* reason, const std::string& message,
+                                    const char* code) {
+  const std::string body = dump_json(error_json(status, message, error_type_for_status(status), "", code));
+  std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason +
+                     "\r\nContent-Type: application/json\r\nConnection: close\r\n";
+  if (status == 503) head += "Retry-After: 1\r\n";
+  head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   (void)c.write(head.data(), head.size());
   (void)c.write(body.data(), body.size());
 }
 
+namespace {
+// httplib answers nothing when the request line cannot be read; say why if we know.
+void answer_unread_request_line(Connection& c) {
+  if (c.bytes_written() > 0 || c.phase() != Connection::Phase::kHeaders) return;
+  switch (c.failure()) {
+    case ReadFailure::kHeaderTimeout:
+    case ReadFailure::kRequestTimeout:
+      GuardedServer::write_raw_error(c, 408, "Request Timeout", "request line not received in time (--header-timeout)",
+                                     "request_timeout");
+      break;
+    case ReadFailure::kHeaderTooLarge:
+      GuardedServer::write_raw_error(c, 431, "Request Header Fields Too Large",
+                                     "request line and headers over the size limit", "headers_too_large");
+      break;
+    default: break;
+  }
+}
+}  // namespace
+
 void GuardedServer::serve_socket(int fd) {
   Connection conn(fd, limits_);
   if (!registry_.admit(&conn)) {
-    refuse(conn);
+    write_raw_error(conn, 503, "Service Unavailable",
+                    "too many open connections, all busy with requests; retry later (--max-connections)",
+                    "too_many_connections");
     conn.close_gracefully();
     return;
   }
@@ -62,6 +83,7 @@ void GuardedServer::serve_socket(int fd) {
                                         conn.headers_complete();
                                         if (wants_connection_close(req.headers, req.version)) conn.set_close();
                                       });
+      if (!ok) answer_unread_request_line(conn);
       // A request that was not read to its end leaves the stream unframed: never reuse it.
       if (!ok || closed || conn.close_requested() || conn.failure() != ReadFailure::kNone) break;
     }

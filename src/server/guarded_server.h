@@ -39,10 +39,15 @@ class GuardedServer : public httplib::Server {
   // The connection whose request the calling thread is handling (null outside a request).
   static Connection* current_connection();
 
+  // An error response written directly (no httplib request to attach it to): 503 for a
+  // connection the registry refused; 408 / 431 when the request line itself was too slow or
+  // too long (httplib closes those without an answer).
+  static void write_raw_error(Connection& c, int status, const char* reason, const std::string& message,
+                              const char* code);
+
  private:
   bool process_and_close_socket(socket_t sock) override;
-  // 503 without reading the request, for a connection the registry refused.
-  static void refuse(Connection& c);
+
 
   ConnLimits limits_;
   ConnectionRegistry registry_;

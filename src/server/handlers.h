@@ -34,6 +34,11 @@ struct ServerContext {
 // Writes `e` as the response (status, JSON error object, Retry-After for 503).
 void set_error(httplib::Response& res, const ApiError& e);
 
+class GuardedServer;
+
+// Every route and hook of the server on `svr` (routes.cc); `api_key` "" = no authentication.
+void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& api_key);
+
 // POST /v1/completions (chat = false) and /v1/chat/completions (chat = true); `body` is the
 // request body, already read within the size limit.
 void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat);

@@ -28,6 +28,7 @@ struct ServerOptions {
   double shutdown_timeout_s = 5;      // --shutdown-timeout: SIGTERM drain before aborting
   int preprocess_threads = 4;         // --preprocess-threads: concurrent render + tokenize
   int64_t test_fault_after_steps = -1;  // tests only: the engine fails after N steps
+  int test_step_delay_ms = 0;           // tests only: each engine step takes at least this
 };
 
 // Throws nanovllm::Error naming the flag for an out-of-range value.

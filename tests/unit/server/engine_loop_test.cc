@@ -3,42 +3,17 @@
 // engine failure (injected) ending every request and leaving the loop dead.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <unistd.h>
-
-#include "loader/make_model.h"
-#include "nanovllm/llm.h"
 #include "server/engine_loop.h"
+#include "tiny_llm.h"
 
 namespace nanovllm::server {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 class EngineLoopTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("nv_server_test_" + std::to_string(::getpid())));
-    MakeModelOptions o;
-    o.preset = "tiny";
-    o.dtype = DType::F32;
-    o.out_dir = dir_->string();
-    o.threads = 2;
-    make_random_model(o);
-    Config c;
-    c.model = dir_->string();
-    c.num_threads = 2;
-    c.max_model_len = 256;
-    c.device = "cpu";
-    llm_ = new LLM(c);
-  }
-  static void TearDownTestSuite() {
-    delete llm_;
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    delete dir_;
-  }
+  static void SetUpTestSuite() { llm_ = &test_support::TinyLLM::get(); }
 
   static EngineRequest ids_request(std::vector<int> ids, int max_tokens) {
     EngineRequest r;
@@ -77,10 +52,8 @@ class EngineLoopTest : public ::testing::Test {
     return s;
   }
 
-  static fs::path* dir_;
   static LLM* llm_;
 };
-fs::path* EngineLoopTest::dir_ = nullptr;
 LLM* EngineLoopTest::llm_ = nullptr;
 
 TEST_F(EngineLoopTest, SubmissionsShareTheBatch) {

@@ -194,10 +194,10 @@ void Connection::shutdown_now() {
 void Connection::close_gracefully() {
   if (closed_fd_) return;
   ::shutdown(fd_, SHUT_WR);
-  const auto deadline = ConnClock::now() + std::chrono::seconds(1);
+  const auto deadline = ConnClock::now() + limits_.linger_time;
   size_t drained = 0;
-  char sink[4096];
-  while (drained < (1u << 20) && !shut_down_.load()) {
+  char sink[16384];
+  while (drained < limits_.linger_bytes && !shut_down_.load()) {
     const int wait_ms = ms_until(deadline);
     if (wait_ms <= 0) break;
     pollfd p{fd_, POLLIN, 0};

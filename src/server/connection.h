@@ -33,6 +33,10 @@ struct ConnLimits {
   std::chrono::milliseconds request_timeout{60000};
   std::chrono::milliseconds keep_alive_timeout{5000};
   std::chrono::milliseconds write_timeout{30000};
+  // Graceful close: what the client still sends after our last response is read and dropped,
+  // up to this much, so that a client still sending a refused body gets to read the answer.
+  size_t linger_bytes = 24u << 20;
+  std::chrono::milliseconds linger_time{2000};
 };
 
 // Why the last read failed (kNone while reads succeed).
@@ -87,8 +91,8 @@ class Connection final : public httplib::Stream {
   int64_t phase_since_ns() const { return since_ns_.load(std::memory_order_acquire); }
   bool was_shut_down() const { return shut_down_.load(); }
 
-  // FIN, then read and drop what the client still sends (up to 1 s / 1 MiB) before close(),
-  // so unread input does not turn into a reset that destroys the response in flight.
+  // FIN, then read and drop what the client still sends (up to linger_bytes / linger_time)
+  // before close(), so unread input does not turn into a reset that destroys the response.
   void close_gracefully();
 
  private:

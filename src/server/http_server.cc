@@ -85,6 +85,7 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   // Chunk framing costs bytes too; a body needs at most about twice its size on the wire
   // unless it is sent in chunks of a few bytes.
   limits.max_body_wire_bytes = 2 * opt.max_body_bytes + (64 << 10);
+  limits.linger_bytes = limits.max_body_wire_bytes;
   GuardedServer svr(limits, opt.max_connections);
   // A thread per connection; a few beyond the limit so that refusals (503) are answered at once.
   const size_t threads = size_t(opt.max_connections) + 32;
@@ -108,7 +109,8 @@ int run_server(LLM& llm, const ServerOptions& opt) {
              " (address in use or not available)");
   }
   // httplib listens with a backlog of 5; hundreds of clients connecting at once need more.
-  if (listen_fd >= 0) ::listen(listen_fd, 4096);
+  NV_CHECK(listen_fd >= 0, "the listening socket was not created");
+  ::listen(listen_fd, 4096);
 
   loop.start();
   std::atomic<bool> listen_returned{false};
@@ -124,9 +126,9 @@ int run_server(LLM& llm, const ServerOptions& opt) {
     std::fprintf(stderr, "nanovllm: signal %d: draining for up to %.1f s (a second signal exits at once)\n", sig,
                  opt.shutdown_timeout_s);
     ctx.stopping = true;
-    // A signal that came during loading arrives before listen_after_bind() runs: wait for it.
-    while (!svr.is_running() && !listen_returned.load()) exit_on_second(wait_for_signal(5));
-    svr.stop();   // no new connections
+    // No new connections: shut the listening socket down, so that accept() fails and the accept
+    // loop ends. Not svr.stop(): httplib then cuts every chunked response (SSE streams) short.
+    ::shutdown(listen_fd, SHUT_RDWR);
     svr.drain();  // keep-alive ends, connections between requests close
     const auto deadline = Clock::now() + to_ms(opt.shutdown_timeout_s);
     while (ctx.active_requests.load() > 0 && Clock::now() < deadline) exit_on_second(wait_for_signal(20));

@@ -363,8 +363,9 @@ static Value from_json_impl(const J& j, size_t depth) {
     case nlohmann::json::value_t::object: break;
     default: return Value(None{});
   }
-  if (depth >= kJsonMaxDepth)
-    NV_THROW("template input nested deeper than ", kJsonMaxDepth, " levels");
+  // kJsonMaxDepth levels of the caller's values inside the one object of the render context.
+  if (depth >= kJsonMaxDepth + 1)
+    NV_THROW("template input nested deeper than ", kJsonMaxDepth + 1, " levels");
   if (j.is_array()) {
     List l;
     l.reserve(j.size());

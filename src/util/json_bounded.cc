@@ -1,7 +1,9 @@
 #include "util/json_bounded.h"
 
+#include <algorithm>
 #include <fstream>
-#include <sstream>
+#include <utility>
+#include <vector>
 
 #include "util/check.h"
 
@@ -104,7 +106,26 @@ std::string read_text_file(const std::string& path, const JsonLimits& limits) {
   return text;
 }
 
+template <class J>
+size_t depth_impl(const J& root) {
+  // Explicit stack of (container, depth) pairs instead of recursion.
+  std::vector<std::pair<const J*, size_t>> todo{{&root, root.is_structured() ? 1 : 0}};
+  size_t deepest = 0;
+  while (!todo.empty()) {
+    auto [j, d] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, d);
+    if (!j->is_structured()) continue;
+    for (auto it = j->begin(); it != j->end(); ++it)
+      if (it->is_structured()) todo.emplace_back(&*it, d + 1);
+  }
+  return deepest;
+}
+
 }  // namespace
+
+size_t json_depth(const nlohmann::json& j) { return depth_impl(j); }
+size_t json_depth(const nlohmann::ordered_json& j) { return depth_impl(j); }
 
 nlohmann::json parse_json(std::string_view text, const std::string& what, const JsonLimits& limits) {
   return parse_impl<nlohmann::json>(text, what, limits);

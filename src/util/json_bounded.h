@@ -27,6 +27,11 @@ nlohmann::json parse_json(std::string_view text, const std::string& what, const 
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what,
                                           const JsonLimits& limits = {});
 
+// Nesting depth of a json value (0 for a scalar, 1 for [1]), measured without recursion: for
+// values built in code, before anything recursive (a copy, dump(), template conversion) runs.
+size_t json_depth(const nlohmann::json& j);
+size_t json_depth(const nlohmann::ordered_json& j);
+
 // Reads a whole file and parses it (what = the path). Throws nanovllm::Error if unreadable.
 nlohmann::json read_json_file(const std::string& path, const JsonLimits& limits = {});
 nlohmann::ordered_json read_ordered_json_file(const std::string& path, const JsonLimits& limits = {});

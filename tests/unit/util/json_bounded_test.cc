@@ -69,5 +69,18 @@ TEST(JsonBounded, GoodInputParses) {
   EXPECT_EQ(parse_json("1e308", "t").get<double>(), 1e308);
 }
 
+TEST(JsonBounded, DepthOfBuiltValuesWithoutRecursion) {
+  EXPECT_EQ(json_depth(nlohmann::json(3)), 0u);
+  EXPECT_EQ(json_depth(parse_json("[]", "t")), 1u);
+  EXPECT_EQ(json_depth(parse_json(R"({"a":[1,{"b":[]}],"c":{}})", "t")), 4u);
+  nlohmann::ordered_json deep = nlohmann::ordered_json::array();
+  for (int i = 0; i < 200000; ++i) {  // moved, never copied: a copy would recurse
+    nlohmann::ordered_json outer = nlohmann::ordered_json::array();
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  EXPECT_EQ(json_depth(deep), 200001u);
+}
+
 }  // namespace
 }  // namespace nanovllm

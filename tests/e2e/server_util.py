@@ -32,6 +32,23 @@ def make_tmpdir(prefix):
     return tempfile.mkdtemp(prefix=prefix)
 
 
+def setup_tiny_model(prefix, seed=0):
+    """For a server test: (tmp dir, tiny random Qwen3 model dir), or a reason to skip (str) when
+    there is no binary or it was built without the HTTP server. The caller removes tmp."""
+    try:
+        binary = nanovllm_bin()
+    except RuntimeError as e:
+        return str(e)
+    probe = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0 and "without the HTTP server" in (probe.stdout + probe.stderr):
+        return "this nanovllm was built without the HTTP server (cpp-httplib not linked)"
+    tmp = make_tmpdir(prefix)
+    model = os.path.join(tmp, "tiny")
+    subprocess.run([binary, "make-model", "--arch", "qwen3", "--preset", "tiny", "--dtype", "f32", "--seed",
+                    str(seed), "--out", model], check=True, capture_output=True, timeout=300)
+    return tmp, model
+
+
 class Server:
     """`nanovllm serve` on an ephemeral port. Use as a context manager (always killed)."""
 

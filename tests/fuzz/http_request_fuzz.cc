@@ -19,8 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "loader/make_model.h"
-#include "nanovllm/llm.h"
+#include "../unit/server/tiny_llm.h"
 #include "server/guarded_server.h"
 #include "server/handlers.h"
 
@@ -39,18 +38,7 @@ struct Stack {
 
   Stack() {
     const auto dir = std::filesystem::temp_directory_path() / ("nv_http_fuzz_" + std::to_string(::getpid()));
-    MakeModelOptions o;
-    o.preset = "tiny";
-    o.dtype = DType::F32;
-    o.out_dir = dir.string();
-    o.threads = 1;
-    make_random_model(o);
-    Config c;
-    c.model = dir.string();
-    c.num_threads = 1;
-    c.max_model_len = 32;
-    c.device = "cpu";
-    llm = std::make_unique<LLM>(c);
+    llm = test_support::make_tiny_llm(dir, 32, 1);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);  // loaded (weights mapped, tokenizer in memory)
     loop = std::make_unique<EngineLoop>(*llm, metrics, 64);

@@ -81,10 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (j.is_array()) {
     messages = j;
   }
-  for (const std::string* tmpl : {&qwen3, nullptr}) {
+  for (const std::string& tmpl : {qwen3.empty() ? std::string(kWalker) : qwen3, std::string(kWalker)}) {
     try {
-      (void)nanovllm::apply_chat_template(tmpl && !tmpl->empty() ? *tmpl : std::string(kWalker), messages, true,
-                                          kwargs, "<s>", "</s>", tools);
+      (void)nanovllm::apply_chat_template(tmpl, messages, true, kwargs, "<s>", "</s>", tools);
     } catch (const nanovllm::Error&) {
     }
   }

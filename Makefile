@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test unit asan clean fuzz
+.PHONY: all deps configure build run test unit asan clean fuzz python
 
 all: build
 
@@ -47,4 +47,9 @@ fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_http_request fuzz_json_template
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz build-pip
+
+# The Python package in-tree: build/python/nanovllm (use with PYTHONPATH=build/python).
+python: configure
+	cmake --build $(BUILD) -j $(JOBS) --target nanovllm_python
+	@echo "Python package: PYTHONPATH=$(BUILD)/python /usr/bin/python3 -c 'import nanovllm'"

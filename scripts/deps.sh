@@ -10,6 +10,8 @@ APT_PKGS=(
   libcpp-httplib-dev libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-jinja2
+  python3-dev python3-pybind11 pybind11-dev python3-pytest python3-tqdm python3-venv python3-pip
+  python3-setuptools python3-wheel
 )
 # Node.js is needed for the JavaScript tokenizer reference; install Debian's only if none is present
 # (some images ship a newer Node.js whose npm conflicts with Debian's npm package).

@@ -125,17 +125,21 @@ int run_bench(int argc, char** argv) {
       {"block_size", llm.config().kvcache_block_size},
       {"preemptions", s.preemptions - s0.preemptions},
       {"max_batch_size", s.max_batch_size},
-      {"steps", s.steps - s0.steps}};
+      {"steps", s.steps - s0.steps},
+      {"executor", s.executor},
+      {"graph_pool_bytes", s.graph_pool_bytes},
+      {"graph_steps", s.graph_steps - s0.graph_steps}};
   if (json) {
     std::cout << j.dump() << std::endl;
   } else {
     std::printf("Total: %lldtok, Time: %.2fs, Throughput: %.2ftok/s\n", (long long)produced, secs,
                 produced / secs);
     std::printf("prompt tokens %lld, prefill %.1f tok/s, decode %.1f tok/s, peak KV blocks %d/%d, "
-                "preemptions %lld, policy %s\n",
+                "preemptions %lld, policy %s, executor %s\n",
                 (long long)prompt_tokens, j["prefill_tokens_per_s"].get<double>(),
                 j["decode_tokens_per_s"].get<double>(), s.peak_blocks_used, s.num_blocks_total,
-                (long long)(s.preemptions - s0.preemptions), llm.config().policy.c_str());
+                (long long)(s.preemptions - s0.preemptions), llm.config().policy.c_str(),
+                s.executor.c_str());
   }
   return produced == output_tokens ? 0 : 1;
 }

@@ -47,6 +47,7 @@ int run_logits(int argc, char** argv) {
   cfg.max_model_len = std::max(T, 16);
   NV_CHECK_LE(T, mc.max_position_embeddings, "prompt longer than max_position_embeddings");
   cfg.num_kvcache_blocks = (T + bs - 1) / bs;
+  cfg.enforce_eager = true;  // one prefill step: no CUDA graphs to capture
   cfg.validate();
   ModelRunner runner(cfg, mc);
 
@@ -65,7 +66,7 @@ int run_logits(int argc, char** argv) {
   hb.cu_seqlens_q = {0, T};
   hb.context_lens = {T};
   hb.max_seqlen_q = hb.max_seqlen_k = T;
-  Tensor logits = runner.run(hb);
+  Tensor logits = runner.backend().to_host(runner.run(hb));  // run() leaves them on the device
   write_npy_f32(out, logits.data<float>(), logits.size(0), logits.size(1));
   return 0;
 }

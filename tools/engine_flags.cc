@@ -21,7 +21,8 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--kv-cache-bytes", c.cpu_kvcache_bytes, "CPU KV cache budget in bytes (0: a fraction of RAM)");
   app.add_option("--gpu-memory-utilization", c.gpu_memory_utilization, "CUDA memory fraction")
       ->capture_default_str();
-  app.add_option("--tensor-parallel-size,--tp", c.tensor_parallel_size, "tensor parallel ranks")
+  app.add_option("--tensor-parallel-size,--tp", c.tensor_parallel_size,
+                 "tensor parallel ranks (only 1 until tensor parallelism exists)")
       ->capture_default_str();
   app.add_flag("--enforce-eager", c.enforce_eager, "CUDA: no CUDA graphs");
   app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
@@ -43,6 +44,15 @@ void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
   app.add_option("--stop", f.stop, "stop string (repeatable)");
   app.add_option("--stop-token-ids", f.stop_token_ids, "extra stop token ids, e.g. 1,2");
   app.add_option("--logprobs", f.p.logprobs, "return the top-N logprobs per token");
+  app.add_option("--presence-penalty", f.p.presence_penalty,
+                 "[-2, 2]: subtracted once from tokens generated so far")
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", f.p.frequency_penalty,
+                 "[-2, 2]: subtracted per occurrence among tokens generated so far")
+      ->capture_default_str();
+  app.add_option("--repetition-penalty", f.p.repetition_penalty,
+                 "> 0: divides positive / multiplies negative logits of prompt and output tokens")
+      ->capture_default_str();
 }
 
 SamplingParams SamplingFlags::build() const {

@@ -1,6 +1,7 @@
 // Engine statistics: per step and cumulative.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace nanovllm {
 
@@ -32,6 +33,9 @@ struct EngineStats {
   int num_waiting = 0;               // now
   double prefill_seconds = 0;        // wall time of steps that had prefill tokens
   double decode_seconds = 0;         // wall time of decode-only steps
+  std::string executor = "eager";    // step executor: "eager" | "cuda-graph"
+  int64_t graph_pool_bytes = 0;      // device memory reserved by the captured CUDA graphs
+  int64_t graph_steps = 0;           // steps that replayed a CUDA graph
 };
 
 }  // namespace nanovllm

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <random>
 
-#include "layers/sampler.h"
+#include "engine/request_sampling.h"
 #include "tokenizer/chat_template.h"
 #include "util/json_bounded.h"
 #include "util/progress.h"
@@ -27,14 +27,14 @@ struct LLMEngine::Request {
   std::vector<int> out_tokens;   // generated token ids
   std::vector<TokenLogprobs> logprobs;
   size_t streamed_logprobs = 0;
-  uint64_t seed = 0;
+  std::unique_ptr<RequestSampling> sampling;  // views `params`
   int num_cached_tokens = 0;
   bool stopped_by_string = false;
   bool finished = false;
   std::string finish_reason, error;
 };
 
-LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.num_threads) {
+LLMEngine::LLMEngine(const Config& config) : config_(config) {
   config_.validate();
   NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
            "' has no config.json");
@@ -75,6 +75,8 @@ LLMEngine::LLMEngine(const Config& config) : config_(config), host_pool_(config.
   sc.eos_token_ids = eos_ids_;
   scheduler_ = std::make_unique<Scheduler>(sc);
   stats_.num_blocks_total = config_.num_kvcache_blocks;
+  stats_.executor = runner_->executor().name();
+  stats_.graph_pool_bytes = runner_->executor().graph_pool_bytes();
 }
 
 LLMEngine::~LLMEngine() = default;
@@ -87,11 +89,12 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   r->id = next_id_++;
   r->stream = stream;
   r->params = params;
+  uint64_t seed = 0;
   if (params.seed) {
-    r->seed = *params.seed;
+    seed = *params.seed;
   } else {
     static thread_local std::mt19937_64 rng{std::random_device{}()};
-    r->seed = rng();
+    seed = rng();
   }
   std::string error;
   if (auto* text = std::get_if<std::string>(&prompt.value)) {
@@ -104,6 +107,10 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   for (int id : r->prompt_ids)
     NV_CHECK(id >= 0 && id < mc_.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
+  for (const auto& [id, bias] : params.logit_bias)
+    NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
+             mc_.vocab_size, ")");
+  r->sampling = std::make_unique<RequestSampling>(r->params, seed, r->prompt_ids, eos_ids_);
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
   if (tokenizer_)
     r->detok = std::make_unique<IncrementalDetokenizer>(*tokenizer_, params.skip_special_tokens);
@@ -129,6 +136,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
 
 void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogprobs* lp) {
   r.out_tokens.push_back(token);
+  r.sampling->on_token(token);
   if (lp) r.logprobs.push_back(*lp);
   if (!r.detok) return;
   const size_t before = r.text.size();
@@ -238,38 +246,26 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
 
   HostBatch hb = runner_->prepare(so);
-  Tensor logits = runner_->run(hb);
+  Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
 
-  std::vector<SampleRequest> reqs;
+  SamplingBatch batch;
   std::vector<Sequence*> sampled;
   for (const auto& ss : so.seqs) {
     if (!ss.sample) continue;
     Sequence* s = ss.seq;
     auto it = requests_.find(s->seq_id);
     NV_CHECK(it != requests_.end(), "scheduled sequence ", s->seq_id, " has no request");
-    SampleRequest q;
-    q.params = &it->second->params;
-    q.seed = it->second->seed;
-    q.step = s->num_completion_tokens();
-    q.suppress_eos = s->num_completion_tokens() < s->params.min_tokens;
-    q.eos_ids = &eos_ids_;
-    reqs.push_back(q);
+    batch.rows.push_back(it->second->sampling->row(s->num_completion_tokens()));
     sampled.push_back(s);
   }
-  const int S = int(reqs.size());
-  const int V = int(logits.size(-1));
-  NV_CHECK_EQ(int64_t(S), logits.size(0), "logits rows vs sampled sequences");
-  std::vector<TokenLogprobs> lps;
-  bool want_lp = false;
-  for (auto& q : reqs) want_lp |= q.params->logprobs >= 0;
-  std::vector<int> tokens = sample(logits.data<float>(), S, V, reqs, &host_pool_,
-                                   want_lp ? &lps : nullptr);
+  const SampleResult res = runner_->backend().sample(logits, batch);
+  const std::vector<int>& tokens = res.tokens;
+  const int S = int(tokens.size());
 
   std::vector<std::unique_ptr<Sequence>> finished = scheduler_->postprocess(so, tokens);
   for (int i = 0; i < S; ++i) {
     Request& r = *requests_.at(sampled[size_t(i)]->seq_id);
-    const TokenLogprobs* lp =
-        (want_lp && r.params.logprobs >= 0 && size_t(i) < lps.size()) ? &lps[size_t(i)] : nullptr;
+    const TokenLogprobs* lp = r.params.logprobs >= 0 ? &res.logprobs[size_t(i)] : nullptr;
     on_token(r, *sampled[size_t(i)], tokens[size_t(i)], lp);
   }
   std::vector<uint64_t> done_ids;
@@ -316,6 +312,7 @@ void LLMEngine::refresh_stats() {
   stats_.peak_blocks_used = std::max(stats_.peak_blocks_used, stats_.num_blocks_used);
   stats_.num_running = int(scheduler_->num_running());
   stats_.num_waiting = int(scheduler_->num_waiting());
+  stats_.graph_steps = runner_->executor().graph_steps();
 }
 
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_failed_.empty(); }

@@ -12,7 +12,6 @@
 #include "engine/scheduler.h"
 #include "nanovllm/llm.h"
 #include "tokenizer/tokenizer.h"
-#include "util/thread_pool.h"
 
 namespace nanovllm {
 
@@ -53,7 +52,6 @@ class LLMEngine {
   std::vector<int> eos_ids_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;
-  ThreadPool host_pool_;
   std::map<uint64_t, std::unique_ptr<Request>> requests_;
   std::vector<RequestOutput> pending_failed_;  // rejected at add_request, reported by step()
   std::vector<StreamDelta> deltas_;

@@ -55,7 +55,18 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
              " bytes; raise --kv-cache-bytes");
   }
   kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs);
+
+  // Like nano-vLLM: graphs are captured after the KV cache is sized, from what is left.
+  StepExecutorOptions eo;
+  eo.max_num_seqs = config.max_num_seqs;
+  eo.max_model_len = config.max_model_len;
+  eo.block_size = bs;
+  eo.enforce_eager = config.enforce_eager;
+  executor_ = make_step_executor(
+      *backend_, [this](const BatchTensors& b) { return model_->forward_hidden(b, kv_); }, eo);
 }
+
+ModelRunner::~ModelRunner() = default;
 
 void ModelRunner::warmup() {
   // nano-vLLM's warm-up: as many max_model_len sequences as the token budget allows, all reading
@@ -125,9 +136,10 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
 }
 
 Tensor ModelRunner::run(const HostBatch& hb) {
-  BatchTensors bt = backend_->upload_batch(hb);
-  Tensor logits = model_->forward(bt, kv_);
-  return backend_->to_host(logits);
+  // Graph replays output hidden states only; the LM head runs eagerly after (graph pool small).
+  // Nothing here waits for the GPU: the logits stay on the device for Backend::sample.
+  Tensor hidden = executor_->run(hb);
+  return model_->compute_logits(hidden);
 }
 
 }  // namespace nanovllm

@@ -19,6 +19,17 @@ void SamplingParams::validate() const {
   if (logprobs < -1 || logprobs > 20) NV_THROW("logprobs must be in [-1, 20], got ", logprobs);
   for (const auto& s : stop)
     if (s.empty()) NV_THROW("stop strings must be non-empty, got an empty string");
+  if (!(presence_penalty >= -2.f && presence_penalty <= 2.f))
+    NV_THROW("presence_penalty must be in [-2, 2], got ", presence_penalty);
+  if (!(frequency_penalty >= -2.f && frequency_penalty <= 2.f))
+    NV_THROW("frequency_penalty must be in [-2, 2], got ", frequency_penalty);
+  if (!(std::isfinite(repetition_penalty) && repetition_penalty > 0.f))
+    NV_THROW("repetition_penalty must be finite and > 0, got ", repetition_penalty);
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) NV_THROW("logit_bias token ids must be >= 0, got ", token);
+    if (!(bias >= -100.f && bias <= 100.f))
+      NV_THROW("logit_bias values must be in [-100, 100], got ", bias, " for token ", token);
+  }
 }
 
 void Config::validate() const {
@@ -30,6 +41,10 @@ void Config::validate() const {
   if (max_model_len < 1) NV_THROW("max_model_len must be >= 1, got ", max_model_len);
   if (tensor_parallel_size < 1)
     NV_THROW("tensor_parallel_size must be >= 1, got ", tensor_parallel_size);
+  // Rejected on every device until real ranks exist, so no flag is accepted and ignored.
+  if (tensor_parallel_size > 1)
+    NV_THROW("tensor_parallel_size ", tensor_parallel_size,
+             ": tensor parallelism is not implemented yet (issue 15); use 1");
   if (policy != "prefill-first" && policy != "mixed")
     NV_THROW("policy must be prefill-first or mixed, got '", policy, "'");
   if (device != "auto" && device != "cpu" && device != "cuda")

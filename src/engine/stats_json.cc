@@ -20,7 +20,10 @@ nlohmann::json to_json(const EngineStats& s) {
           {"num_running", s.num_running},
           {"num_waiting", s.num_waiting},
           {"prefill_seconds", s.prefill_seconds},
-          {"decode_seconds", s.decode_seconds}};
+          {"decode_seconds", s.decode_seconds},
+          {"executor", s.executor},
+          {"graph_pool_bytes", s.graph_pool_bytes},
+          {"graph_steps", s.graph_steps}};
 }
 
 nlohmann::json to_json(const RequestOutput& o) {

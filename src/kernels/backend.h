@@ -6,9 +6,12 @@
 // checkpoint dtype (F32, BF16 or F16). Logits are always F32.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "kernels/sampling.h"
+#include "kernels/step_executor.h"
 #include "util/tensor.h"
 
 namespace nanovllm {
@@ -47,6 +50,9 @@ struct AttentionParams {
   float scale = 1.f;  // softmax scale, usually 1/sqrt(D)
 };
 
+// A model's hidden-state forward for one step: enqueues it and returns hidden [S, H].
+using StepForward = std::function<Tensor(const BatchTensors&)>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -67,6 +73,13 @@ class Backend {
   // total * utilization - used - peak + current, nano-vLLM's formula); -1 where the engine
   // decides (CPU: a byte budget or a fraction of RAM).
   virtual int64_t kv_cache_budget_bytes(double gpu_memory_utilization) { return -1; }
+  // A graph-replaying executor over `forward` (CUDA: graphs per decode batch bucket, captured
+  // here), or null where the backend only runs eagerly. Call make_step_executor()
+  // (kernels/eager_executor.h), which honours enforce_eager and falls back to eager.
+  virtual std::unique_ptr<StepExecutor> make_graph_executor(const StepForward& forward,
+                                                            const StepExecutorOptions& options) {
+    return nullptr;
+  }
 
   // --- ops --------------------------------------------------------------------------------
   // out[t, :] = table[ids[t] - vocab_start, :], zeros when outside [vocab_start, +rows).
@@ -101,6 +114,10 @@ class Backend {
   virtual void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
   // a += b (elementwise, same shape). Used for tensor-parallel partial sums on one device.
   virtual void add_inplace(Tensor& a, const Tensor& b) = 0;
+  // One token per row of logits [S, V] (F32 on this backend's device) with batch.rows[r] as
+  // row r's parameters; the definition is in kernels/sampling.h. Only the S tokens and the
+  // requested logprobs come back to the host. Throws on bad input (validate_sampling_batch).
+  virtual SampleResult sample(const Tensor& logits, const SamplingBatch& batch) = 0;
 };
 
 // Creates the CPU backend (num_threads <= 0: all cores).

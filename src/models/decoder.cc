@@ -85,7 +85,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   }
 }
 
-Tensor DecoderModel::forward(const BatchTensors& batch, KVCache& cache) {
+Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
   NV_CHECK(tp_.world == 1, "tensor parallel forward needs a communicator (not available on this backend)");
   const int64_t T = batch.num_tokens, H = cfg_.hidden_size, D = cfg_.head_dim;
   const int64_t I = cfg_.intermediate_size;
@@ -120,12 +120,21 @@ Tensor DecoderModel::forward(const BatchTensors& batch, KVCache& cache) {
     be_.linear(mlp, L.down_w, nullptr, x);
   }
   be_.add_rms_norm(x, residual, final_norm_, eps);
-  const int64_t S = batch.logits_indices.numel();
-  Tensor last = be_.empty({S, H}, act);
-  be_.gather_rows(x, batch.logits_indices, last);
-  Tensor logits = be_.empty({S, int64_t(cfg_.vocab_size / tp_.world)}, DType::F32);
-  be_.linear(last, lm_head_, nullptr, logits);
+  Tensor hidden = be_.empty({batch.logits_indices.numel(), H}, act);
+  be_.gather_rows(x, batch.logits_indices, hidden);
+  return hidden;
+}
+
+Tensor DecoderModel::compute_logits(const Tensor& hidden) {
+  NV_CHECK(hidden.ndim() == 2 && hidden.size(1) == cfg_.hidden_size, "compute_logits: hidden ",
+           hidden.str(), " must be [S, ", cfg_.hidden_size, "]");
+  Tensor logits = be_.empty({hidden.size(0), int64_t(cfg_.vocab_size / tp_.world)}, DType::F32);
+  be_.linear(hidden, lm_head_, nullptr, logits);
   return logits;
+}
+
+Tensor DecoderModel::forward(const BatchTensors& batch, KVCache& cache) {
+  return compute_logits(forward_hidden(batch, cache));
 }
 
 }  // namespace nanovllm

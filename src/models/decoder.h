@@ -4,7 +4,9 @@
 // Per layer (T tokens):  x[T,H] -> add_rms_norm -> qkv = x W_qkv^T (+b) [T,(Hq+2Hkv)D]
 //   -> q/k norm (Qwen3) + RoPE -> store K,V by slot_mapping -> paged attention [T,Hq*D]
 //   -> o_proj [T,H] -> add_rms_norm -> gate_up [T,2I] -> silu*mul [T,I] -> down [T,H]
-// Final: add_rms_norm, gather logits_indices rows [S,H], LM head -> logits [S,V] F32.
+// Final: add_rms_norm, gather logits_indices rows -> hidden [S,H] (forward_hidden), then the
+// LM head -> logits [S,V] F32 (compute_logits). The split lets a CUDA graph capture the
+// hidden-state forward only: its persistent output is [bs, H], never [bs, V].
 #pragma once
 #include <memory>
 #include <vector>
@@ -30,7 +32,12 @@ class DecoderModel {
  public:
   DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
                int max_positions, TpInfo tp = {});
-  // logits [S, V] F32 on the backend's device, S = batch.logits_indices rows.
+  // Hidden states [S, H] (act dtype) after the final norm, S = batch.logits_indices rows, on
+  // the backend's device. Enqueues only (no sync, no host copy): CUDA graphs capture it.
+  Tensor forward_hidden(const BatchTensors& batch, KVCache& cache);
+  // LM head: hidden [S, H] -> logits [S, V] F32 on the backend's device.
+  Tensor compute_logits(const Tensor& hidden);
+  // compute_logits(forward_hidden(batch, cache)).
   Tensor forward(const BatchTensors& batch, KVCache& cache);
   const ModelConfig& config() const { return cfg_; }
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all weights (one copy)

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cmath>
+#include <map>
 
 #include "server/api_error.h"
 #include "util/check.h"
@@ -87,6 +88,29 @@ json parse_body(const std::string& body, size_t max_json_depth) {
   return j;
 }
 
+// OpenAI's {"token id": bias}: keys are decimal token ids (JSON object keys are strings).
+std::map<int, float> parse_logit_bias(const json& lb) {
+  if (!lb.is_object()) throw type_error("logit_bias", "an object mapping token ids to numbers");
+  std::map<int, float> out;
+  for (const auto& [key, value] : lb.items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (key.empty() || used != key.size() || id < 0 || id > INT_MAX || key[0] == '+' || key[0] == ' ')
+      throw bad_request("'logit_bias' keys must be token ids (non-negative integers), got '" + key + "'",
+                        "logit_bias");
+    if (!value.is_number())
+      throw bad_request("'logit_bias' value for token " + key + " must be a number", "logit_bias",
+                        "invalid_type");
+    out[int(id)] = value.get<float>();
+  }
+  return out;
+}
+
 // Fields shared by both endpoints: model, sampling, stop conditions, n, streaming.
 void parse_common(const json& b, GenerationRequest& r) {
   if (const json* m = field(b, "model")) {
@@ -122,11 +146,11 @@ void parse_common(const json& b, GenerationRequest& r) {
   if (n != 1) throw bad_request("only n = 1 is supported, got n = " + std::to_string(n), "n");
   const int best_of = get_int(b, "best_of", 1);
   if (best_of != 1) throw bad_request("only best_of = 1 is supported", "best_of");
-  for (const char* k : {"presence_penalty", "frequency_penalty"})
-    if (get_number(b, k, 0.0) != 0.0)
-      throw bad_request(std::string("'") + k + "' is not supported (must be 0)", k);
-  if (get_number(b, "repetition_penalty", 1.0) != 1.0)
-    throw bad_request("'repetition_penalty' is not supported (must be 1)", "repetition_penalty");
+  // Ranges are checked by SamplingParams::validate (validate_params), vocabulary ids by the engine.
+  p.presence_penalty = float(get_number(b, "presence_penalty", 0.0));
+  p.frequency_penalty = float(get_number(b, "frequency_penalty", 0.0));
+  p.repetition_penalty = float(get_number(b, "repetition_penalty", 1.0));
+  if (const json* lb = field(b, "logit_bias")) p.logit_bias = parse_logit_bias(*lb);
   r.stream = get_bool(b, "stream", false);
   if (const json* so = field(b, "stream_options")) {
     if (!so->is_object()) throw type_error("stream_options", "an object");

@@ -1,48 +1,71 @@
 // Philox4x32-10 counter-based RNG (Salmon et al., "Parallel random numbers: as easy as 1, 2,
-// 3", SC'11). A pure function of (counter, key): random numbers for element i of step t of a
-// request depend only on (seed, t, i), never on what else is in the batch or on threads.
+// 3", SC'11) and the sampler's noise definition. The ONE copy, shared by host code (g++, the CPU
+// sampler, the bench workload) and device code (nvcc, the CUDA sampler): the noise of a token is
+// a pure function of (seed, step, token), never of the batch or of threads, so both backends
+// draw identical noise and seeded sampling is batch-invariant by construction.
+//
+// Noise for vocabulary entry i of a row with (seed, step):
+//   key     = { uint32(seed), uint32(seed >> 32) }
+//   counter = { uint32(step), uint32(step >> 32), uint32(i), 0 }
+//   x       = philox4x32_10(counter, key)[0]                  (first output word)
+//   u       = ((x >> 9) * 2 + 1) * 2^-24                       (exact float, in (0, 1))
+//   E       = -log(u) ~ Exp(1),   gumbel = -log(E)
+// C++17 (nvcc compiles the .cu files as C++17).
 #pragma once
-#include <array>
+#include <cmath>
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define NV_HD __host__ __device__ __forceinline__
+#else
+#define NV_HD inline
+#endif
 
 namespace nanovllm {
 
-using PhiloxCounter = std::array<uint32_t, 4>;
-using PhiloxKey = std::array<uint32_t, 2>;
+struct Philox4 {
+  uint32_t v[4];
+};
 
-inline PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {  // the key schedule advances between rounds
-      k[0] += kWeyl0;
-      k[1] += kWeyl1;
-    }
-    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0];
-    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c[2];
-    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k[0], static_cast<uint32_t>(p1),
-         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k[1], static_cast<uint32_t>(p0)};
+NV_HD bool operator==(const Philox4& a, const Philox4& b) {
+  return a.v[0] == b.v[0] && a.v[1] == b.v[1] && a.v[2] == b.v[2] && a.v[3] == b.v[3];
+}
+
+// Ten rounds of Philox4x32 with the standard multipliers (M0 = 0xD2511F53 on word 0,
+// M1 = 0xCD9E8D57 on word 2) and Weyl key increments (0x9E3779B9, 0xBB67AE85).
+NV_HD Philox4 philox4x32_10(Philox4 c, uint32_t k0, uint32_t k1) {
+  for (int r = 0; r < 10; ++r) {
+    const uint64_t p0 = uint64_t(0xD2511F53u) * c.v[0];
+    const uint64_t p1 = uint64_t(0xCD9E8D57u) * c.v[2];
+    c = Philox4{{uint32_t(p1 >> 32) ^ c.v[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ c.v[3] ^ k1,
+                 uint32_t(p0)}};
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
   }
   return c;
 }
 
-// The key for a 64-bit seed.
-inline PhiloxKey philox_key(uint64_t seed) {
-  return {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-}
-
-// The sampler's noise for vocabulary entry i of a request step (the same definition as
-// src/kernels/cuda/philox_rng.h, so CPU and CUDA sampling draw identical noise):
-//   key = {seed lo, seed hi}, counter = {step lo, step hi, i, 0}, first output word.
-inline uint32_t sampler_noise_word(uint64_t seed, uint64_t step, uint32_t i) {
-  return philox4x32_10({static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32), i, 0u},
-                       philox_key(seed))[0];
+// The sampler's noise word for vocabulary entry i of a request step (layout above).
+NV_HD uint32_t sampler_noise_word(uint64_t seed, uint64_t step, uint32_t i) {
+  const Philox4 c{{uint32_t(step), uint32_t(step >> 32), i, 0u}};
+  return philox4x32_10(c, uint32_t(seed), uint32_t(seed >> 32)).v[0];
 }
 
 // Uniform in the open interval (0, 1): an odd multiple of 2^-24, exact in float, so both
 // -log(u) and 1 - u are never 0.
-inline float noise_uniform(uint32_t x) {
-  return static_cast<float>(((x >> 9) << 1) | 1u) * (1.0f / 16777216.0f);
+NV_HD float noise_uniform(uint32_t x) {
+  return float(((x >> 9) << 1) | 1u) * (1.0f / 16777216.0f);
+}
+
+// Exp(1) noise E_i = -log(u_i): the CPU sampler races p_i / E_i.
+NV_HD float sampler_exp_noise(uint64_t seed, uint64_t step, uint32_t i) {
+  return -logf(noise_uniform(sampler_noise_word(seed, step, i)));
+}
+
+// Gumbel noise -log(E_i): the CUDA sampler takes argmax z_i + gumbel_i, which is the same
+// token as argmax exp(z_i - max) / E_i (up to float rounding of near-exact ties).
+NV_HD float sampler_gumbel(uint64_t seed, uint64_t step, uint32_t i) {
+  return -logf(sampler_exp_noise(seed, step, i));
 }
 
 }  // namespace nanovllm

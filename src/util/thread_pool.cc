@@ -51,7 +51,10 @@ bool spin_until(Pred pred, int64_t budget_ns) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n, int spin_us) {
-  if (n <= 0) n = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (n <= 0) {  // the documented knob applies to every pool (the engine's too), not only the default
+    const char* e = std::getenv("NANOVLLM_NUM_THREADS");
+    n = e && std::atoi(e) > 0 ? std::atoi(e) : int(std::max(1u, std::thread::hardware_concurrency()));
+  }
   num_threads_ = n;
   if (spin_us < 0) {
     const char* e = std::getenv("NANOVLLM_SPIN_US");
@@ -146,10 +149,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
 }
 
 ThreadPool& default_thread_pool() {
-  static ThreadPool pool([] {
-    const char* e = std::getenv("NANOVLLM_NUM_THREADS");
-    return e ? std::atoi(e) : 0;
-  }());
+  static ThreadPool pool(0);
   return pool;
 }
 

@@ -22,7 +22,8 @@ namespace nanovllm {
 
 class ThreadPool {
  public:
-  // num_threads: total threads including the caller; <= 0: hardware concurrency.
+  // num_threads: total threads including the caller; <= 0: $NANOVLLM_NUM_THREADS when set,
+  // else the hardware concurrency.
   // spin_us: how long idle threads spin before sleeping; < 0: NANOVLLM_SPIN_US or 2000.
   explicit ThreadPool(int num_threads, int spin_us = -1);
   ~ThreadPool();

@@ -199,6 +199,33 @@ def case_seeded_sampling(srv):
     check(a == b, f"same seed, different text: {a!r} vs {b!r}")
 
 
+def case_penalties_and_logit_bias(srv):
+    ids = list(range(200, 212))
+    pen = dict(presence_penalty=0.5, frequency_penalty=1.0, repetition_penalty=1.3)
+    st, _, r = completion(srv, prompt=ids, max_tokens=12, ignore_eos=True, **pen)
+    check(st == 200, f"penalties: {st} {r}")
+    # The same request through the CLI (whose penalties are checked against a replay in
+    # test_cli_sampling.py): the server must pass every penalty through.
+    out = subprocess.run([U.nanovllm_bin(), "generate", "--model", srv.model_dir, "--prompt-ids",
+                          ",".join(map(str, ids)), "--max-tokens", "12", "--temperature", "0",
+                          "--ignore-eos", "--threads", "2", "--presence-penalty", "0.5",
+                          "--frequency-penalty", "1.0", "--repetition-penalty", "1.3", "--json"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    cli_text = json.loads(out)["outputs"][0]["text"]
+    check(r["choices"][0]["text"] == cli_text, f"server {r['choices'][0]['text']!r} vs CLI {cli_text!r}")
+    plain = completion(srv, prompt=ids, max_tokens=12, ignore_eos=True)[2]["choices"][0]["text"]
+    check(plain != cli_text, "penalties changed nothing")
+    # logit_bias: +100 outweighs any logit of the random model (|logit| < 50), -100 removes one.
+    def tokens(**kw):
+        st, _, r = completion(srv, prompt=ids, max_tokens=5, ignore_eos=True, logprobs=0, **kw)
+        check(st == 200, f"logit_bias {kw}: {st} {r}")
+        return r["choices"][0]["logprobs"]["tokens"]
+    a = tokens(logit_bias={"777": 100})
+    check(len(set(a)) == 1, f"+100 on token 777 should repeat it: {a}")
+    b = tokens(logit_bias={"777": -100, "778": 100})
+    check(len(set(b)) == 1 and b[0] != a[0], f"-100 on 777, +100 on 778: {b} vs {a}")
+
+
 def case_errors(srv):
     st, _, data = srv.request("POST", "/v1/completions", raw=b"{not json")
     expect_error((st, None, json.loads(data)), 400)
@@ -207,6 +234,14 @@ def case_errors(srv):
     expect_error(completion(srv, prompt="x", max_tokens=0), 400, "max_tokens")
     expect_error(completion(srv, prompt="x", n=2), 400, "n")
     expect_error(completion(srv, prompt="x", logprobs=99), 400, "logprobs")
+    expect_error(completion(srv, prompt="x", presence_penalty=3), 400, "presence_penalty")
+    expect_error(completion(srv, prompt="x", frequency_penalty="a"), 400, "frequency_penalty")
+    expect_error(completion(srv, prompt="x", repetition_penalty=0), 400, "repetition_penalty")
+    expect_error(completion(srv, prompt="x", logit_bias={"abc": 1}), 400, "logit_bias")
+    expect_error(completion(srv, prompt="x", logit_bias={"5": "up"}), 400, "logit_bias")
+    expect_error(completion(srv, prompt="x", logit_bias={"5": 101}), 400, "logit_bias")
+    expect_error(completion(srv, prompt="x", logit_bias=[5]), 400, "logit_bias")
+    expect_error(completion(srv, prompt="x", logit_bias={"999999999": 1}), 400)  # outside the vocabulary
     expect_error(completion(srv, prompt=[1, "a"]), 400, "prompt")
     expect_error(completion(srv, max_tokens=3), 400, "prompt")
     expect_error(srv.post_json("/v1/chat/completions", {"messages": "hi"}), 400, "messages")
@@ -424,6 +459,7 @@ def main():
             run.case("chat: stream, kwargs, tools, logprobs", case_chat, srv)
             run.case("stop strings", case_stop_string, srv)
             run.case("seeded sampling is reproducible", case_seeded_sampling, srv)
+            run.case("penalties and logit_bias", case_penalties_and_logit_bias, srv)
             run.case("errors and status codes", case_errors, srv)
             run.case("200 concurrent streaming clients", case_concurrent, srv)
             run.case("client disconnect frees KV blocks", case_disconnect, srv)

@@ -6,6 +6,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
 
 namespace nanovllm {
@@ -76,6 +77,9 @@ class CpuBackend final : public Backend {
     cpu::gather_rows(x, idx, out);
   }
   void add_inplace(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
+  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
+    return cpu::sample(logits, batch, pool_);
+  }
 
  private:
   ThreadPool pool_;

@@ -372,27 +372,6 @@ void CudaBackend::add_inplace(Tensor& a, const Tensor& b) {
   launch_add_inplace(a.raw(), b.raw(), a.dtype(), a.numel(), stream_);
 }
 
-Tensor CudaBackend::sample(const Tensor& logits, const std::vector<SampleRow>& rows) {
-  need_cuda(logits, "logits");
-  need_dtype(logits, DType::F32, "logits");
-  NV_CHECK(logits.ndim() == 2, "logits must be [S, V], got ", logits.str());
-  const int64_t S = logits.size(0), V = logits.size(1);
-  NV_CHECK(int64_t(rows.size()) == S, "sample: ", rows.size(), " parameter rows for ", S,
-           " logits rows");
-  Tensor out = empty({S}, DType::I32);
-  if (S == 0) return out;
-  // SampleRow array as raw bytes (sizeof(SampleRow) is a multiple of 4).
-  Tensor dev_rows = empty({int64_t((S * sizeof(SampleRow) + 3) / 4)}, DType::I32);
-  void* host = pinned(S * sizeof(SampleRow));
-  std::memcpy(host, rows.data(), S * sizeof(SampleRow));
-  CUDA_CHECK(cudaMemcpyAsync(dev_rows.raw(), host, S * sizeof(SampleRow), cudaMemcpyHostToDevice,
-                             stream_));
-  CUDA_CHECK(cudaEventRecord(staged_, stream_));
-  launch_sample(logits.data<float>(), S, V, static_cast<const SampleRow*>(dev_rows.raw()),
-                out.data<int32_t>(), stream_);
-  return out;
-}
-
 CudaBackend::MemoryInfo CudaBackend::memory_info() {
   CUDA_CHECK(cudaSetDevice(device_));
   size_t fr = 0, tot = 0;

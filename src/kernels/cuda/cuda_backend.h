@@ -12,7 +12,6 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/device_allocator.h"
-#include "kernels/cuda/sampler.h"
 
 namespace nanovllm::cuda {
 
@@ -33,6 +32,9 @@ class CudaBackend : public Backend {
   BatchTensors upload_batch(const HostBatch& hb) override;
   void synchronize() override;
   int64_t kv_cache_budget_bytes(double gpu_memory_utilization) override;
+  // GraphStepExecutor (graph_executor.h): captures `forward` per decode bucket now.
+  std::unique_ptr<StepExecutor> make_graph_executor(const StepForward& forward,
+                                                    const StepExecutorOptions& options) override;
 
   void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override;
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
@@ -48,11 +50,11 @@ class CudaBackend : public Backend {
                  const BatchTensors& batch, const AttentionParams& p, Tensor& out) override;
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override;
   void add_inplace(Tensor& a, const Tensor& b) override;
+  // One launch (sampler.cu); the rows, edits and masks go up in one copy, the tokens and
+  // logprobs come back in one copy (sampling_op.cc).
+  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override;
 
   // --- CUDA-specific ----------------------------------------------------------------------
-  // Samples one token per row of logits [S, V] (F32, device); rows.size() == S. Returns the
-  // tokens as a device I32 tensor [S] (enqueued; to_host() to read).
-  Tensor sample(const Tensor& logits, const std::vector<SampleRow>& rows);
 
   // Prefill attention kernel: CUDA-core fp32 (kSimple) or WMMA tensor cores (kTensorCore,
   // bf16 only; falls back to kSimple otherwise). Default from env NANOVLLM_CUDA_PREFILL
@@ -82,7 +84,7 @@ class CudaBackend : public Backend {
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<DeviceAllocator> alloc_;
   std::unique_ptr<Gemm> gemm_;
-  void* pinned_ = nullptr;  // host staging for upload_batch / sample rows
+  void* pinned_ = nullptr;  // host staging for upload_batch / sample inputs and outputs
   size_t pinned_bytes_ = 0;
   cudaEvent_t staged_ = nullptr;  // recorded after each copy out of pinned_
   PrefillImpl prefill_impl_ = PrefillImpl::kSimple;

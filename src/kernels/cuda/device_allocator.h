@@ -1,35 +1,41 @@
-// A caching device allocator: freed blocks go to per-size free lists and are reused, so the
-// per-step activations cost no cudaMalloc/cudaFree (which synchronize the device and are not
-// allowed inside CUDA-graph capture). Sizes are rounded to 512 B below 1 MiB and to 128 KiB
-// above. Blocks are only returned to the driver by empty_cache() or destruction.
+// A caching device allocator: freed blocks are kept and reused, so the per-step activations cost
+// no cudaMalloc/cudaFree (which synchronize the device and are not allowed inside CUDA-graph
+// capture). The bookkeeping (segments, best fit, splitting large free blocks, merging adjacent
+// free blocks, the eager and graph pools) is BlockPool (block_pool.h, host-only and unit-tested
+// on the CPU); this class adds cudaMalloc/cudaFree, a mutex and shared_ptr ownership.
+// Memory goes back to the driver only on empty_cache(), on an out-of-memory retry, or at
+// destruction.
 // Stream-ordering invariant: the backend uses ONE stream, so a block freed on the host while
 // kernels using it are still queued is safe to hand out again: its next user is queued after.
+// cudaFree synchronizes the device, so releasing a segment never frees memory still in use.
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <vector>
+
+#include "kernels/cuda/block_pool.h"
 
 namespace nanovllm::cuda {
 
 class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
  public:
-  explicit DeviceAllocator(int device) : device_(device) {}
-  ~DeviceAllocator();
+  explicit DeviceAllocator(int device) : raw_(device), pool_(raw_), device_(device) {}
+  ~DeviceAllocator() = default;  // BlockPool frees every segment (no tensor is alive then)
   DeviceAllocator(const DeviceAllocator&) = delete;
   DeviceAllocator& operator=(const DeviceAllocator&) = delete;
 
   // Returns a block of >= bytes; the shared_ptr's deleter gives it back to this allocator
-  // (which the deleter keeps alive).
+  // (which the deleter keeps alive). Throws a clear out-of-memory error.
   std::shared_ptr<void> allocate(size_t bytes);
+  // Gives pool 0's wholly free segments back to the driver (synchronizes the device).
   void empty_cache();
 
-  static size_t round_size(size_t bytes);
-  size_t current_bytes() const;   // handed out now
+  static size_t round_size(size_t bytes) { return BlockPool::round_size(bytes); }
+  size_t current_bytes() const;   // in live blocks
   size_t peak_bytes() const;      // max of current_bytes since the last reset_peak()
-  size_t reserved_bytes() const;  // cudaMalloc'ed (handed out + cached)
+  size_t reserved_bytes() const;  // cudaMalloc'ed (live + cached), both pools
+  size_t graph_pool_bytes() const;  // reserved by pool 1 (CUDA-graph scratch and outputs)
   void reset_peak();
 
   // Pool 0 serves ordinary allocations; pool 1 serves CUDA-graph capture. Blocks return to
@@ -39,12 +45,22 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   void set_graph_pool(bool on);
 
  private:
-  void release(void* p, size_t size, int pool);
-  int device_;
+  class CudaMemory : public RawMemory {
+   public:
+    explicit CudaMemory(int device) : device_(device) {}
+    void* alloc_segment(size_t bytes) override;
+    void free_segment(void* p, size_t bytes) override;
+
+   private:
+    int device_;
+  };
+  void release(void* p);
+
+  CudaMemory raw_;
   mutable std::mutex mu_;
-  int pool_ = 0;
-  std::multimap<size_t, void*> free_[2];  // per pool: size -> block
-  size_t current_ = 0, peak_ = 0, reserved_ = 0;
+  BlockPool pool_;
+  int device_;
+  int active_pool_ = 0;
 };
 
 }  // namespace nanovllm::cuda

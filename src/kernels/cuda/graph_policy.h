@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "util/check.h"
 
 namespace nanovllm {
@@ -32,6 +33,28 @@ inline int graph_bucket_for(int batch, const std::vector<int>& buckets) {
 // Same with the default list (max_num_seqs = 512).
 inline int graph_bucket_for(int batch) {
   return graph_bucket_for(batch, graph_batch_sizes(kMaxGraphBatch));
+}
+
+// Which captured graph a step replays: its bucket, or -1 to run it eagerly. A step replays
+// only when it is decode-only (one query token per sequence), samples every sequence in order
+// (logits_indices = 0..n-1, which the graphs' staging fills in), fits the largest bucket, uses
+// the captured block size, no context exceeds the captured max_model_len, and every sequence's
+// blocks fit the graphs' block-table width.
+inline int graph_replay_bucket(const HostBatch& hb, const std::vector<int>& buckets,
+                               int table_width, int block_size, int max_model_len) {
+  const int n = hb.num_seqs;
+  if (n < 1 || !hb.decode_only || hb.num_tokens != n || hb.block_size != block_size) return -1;
+  if (int(hb.logits_indices.size()) != n || int(hb.context_lens.size()) != n) return -1;
+  for (int i = 0; i < n; ++i)
+    if (hb.logits_indices[size_t(i)] != i || hb.context_lens[size_t(i)] > max_model_len) return -1;
+  const int stride = hb.block_table_stride;
+  if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return -1;
+  if (stride > table_width) {
+    for (int i = 0; i < n; ++i)
+      for (int j = table_width; j < stride; ++j)
+        if (hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] >= 0) return -1;
+  }
+  return graph_bucket_for(n, buckets);
 }
 
 // Block-table width (blocks per sequence) for a graph: max_model_len / block_size + 1, which

@@ -4,7 +4,9 @@
 // with a single copy from a pinned host staging buffer, so a replay allocates nothing.
 //
 // Capture contract for `step`: it enqueues a whole decode forward for `batch` on the backend's
-// stream and returns the output tensor (e.g. logits [bs, V]); it must not synchronize, copy to
+// stream and returns the output tensor (the engine's: hidden states [bs, H], so the outputs
+// kept for every bucket stay small; the LM head runs after the replay, eagerly, see
+// graph_executor.h); it must not synchronize, copy to
 // the host, or depend on host-side values of the batch other than its shapes, since a graph
 // replays exactly the captured launches. The batch it sees has max_seqlen_k = max_model_len
 // (decode attention's split count is fixed at capture). Intermediates come from the

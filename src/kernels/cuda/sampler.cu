@@ -1,6 +1,5 @@
-// Device sampler (see sampler.h for the exact definition of what is sampled).
+// Device sampling op (see sampler.h and kernels/sampling.h for what is computed).
 #include "kernels/cuda/cuda_common.cuh"
-#include "kernels/cuda/philox_rng.h"
 #include "kernels/cuda/sampler.h"
 
 namespace nanovllm::cuda {
@@ -13,12 +12,15 @@ struct ArgMax {
   float v;
   int64_t i;
 };
+// Larger value wins, then the lower index: the order of greedy, top-N and the race.
 __device__ __forceinline__ ArgMax better(ArgMax a, ArgMax b) {
   if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
   return a;
 }
+// Loses to every candidate, -inf ones included.
+__device__ __forceinline__ ArgMax no_argmax() { return ArgMax{-INFINITY, INT64_MAX}; }
 
-// Block-wide argmax (every thread gets the result). `sv` / `si` hold >= 32 entries.
+// Block-wide argmax (every thread gets the result). `sv` / `si` hold >= 33 entries.
 __device__ ArgMax block_argmax(ArgMax a, float* sv, int64_t* si) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
@@ -32,7 +34,7 @@ __device__ ArgMax block_argmax(ArgMax a, float* sv, int64_t* si) {
   }
   __syncthreads();
   if (warp == 0) {
-    ArgMax b{-INFINITY, INT64_MAX};
+    ArgMax b = no_argmax();
     if (lane < int(blockDim.x >> 5)) b = ArgMax{sv[lane], si[lane]};
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -52,19 +54,44 @@ __device__ ArgMax block_argmax(ArgMax a, float* sv, int64_t* si) {
 
 __device__ __forceinline__ float clean(float z) { return isnan(z) ? -INFINITY : z; }
 
-// Largest key t with  sum over { i : key_i >= max(t, floor) } of weight(i)  >= target,
-// found digit by digit (8 bits per pass, most significant first).
-template <class WeightFn>
-__device__ uint32_t radix_select(const float* x, int64_t V, float inv_t, uint32_t floor,
-                                 unsigned long long target, WeightFn weight,
-                                 unsigned long long* hist, uint32_t* shared_u32) {
+// One row's raw and processed logits (definition steps 1 and 2), element by element.
+struct RowView {
+  const float* x;
+  const uint32_t* mask;     // allowed-token bits; null: all allowed
+  const uint32_t* edited;   // shared bitmap of tokens with an edit; null: none
+  const LogitEdit* edits;   // ascending tokens
+  int32_t num_edits;
+  Penalties pen;
+
+  __device__ float raw(int64_t i) const { return clean(x[i]); }
+  __device__ float z(int64_t i) const {
+    if (!token_allowed(mask, i)) return -INFINITY;
+    float v = clean(x[i]);
+    if (edited != nullptr && ((edited[i >> 5] >> (i & 31)) & 1u)) {
+      int lo = 0, hi = num_edits - 1;  // the edit of token i (present: its bit is set)
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (edits[mid].token < i) lo = mid + 1;
+        else hi = mid;
+      }
+      v = apply_logit_edit(v, edits[lo], pen);
+    }
+    return v;
+  }
+};
+
+// Largest key t with  sum over { i : key_i >= max(t, floor) } of weight(z_i)  >= target,
+// found digit by digit (8 bits per pass, most significant first). zs(i) = scaled logit.
+template <class ZFn, class WeightFn>
+__device__ uint32_t radix_select(ZFn zs, int64_t V, uint32_t floor, unsigned long long target,
+                                 WeightFn weight, unsigned long long* hist, uint32_t* shared_u32) {
   uint32_t prefix = 0, mask = 0;
   unsigned long long above = 0;  // weight strictly above the current prefix range
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int d = threadIdx.x; d < 256; d += blockDim.x) hist[d] = 0;
     __syncthreads();
     for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-      const float z = clean(__fmul_rn(x[i], inv_t));
+      const float z = zs(i);
       const uint32_t k = float_order_key(z);
       if (k >= floor && (k & mask) == prefix) atomicAdd(&hist[(k >> shift) & 255u], weight(z));
     }
@@ -93,85 +120,148 @@ __device__ uint32_t radix_select(const float* x, int64_t V, float inv_t, uint32_
 }
 
 __global__ void __launch_bounds__(NT)
-    sample_kernel(const float* logits, int64_t V, const SampleRow* rows, int32_t* out) {
+    sample_kernel(const float* logits, int64_t V, const SampleRowDev* rows,
+                  const LogitEdit* edits, const uint32_t* masks, SampleOutputs out) {
+  extern __shared__ uint32_t edited_bits[];  // ceil(V / 32) words
   __shared__ float red[33];
   __shared__ float sv[33];
   __shared__ int64_t si[33];
   __shared__ unsigned long long hist[256];
   __shared__ uint32_t su[3];
   const int64_t row = blockIdx.x;
-  const float* x = logits + row * V;
-  const SampleRow p = rows[row];
+  const SampleRowDev p = rows[row];
+  RowView rv{logits + row * V, p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, nullptr,
+             edits + p.edit_begin, p.edit_count, p.penalties};
+  if (p.edit_count > 0) {
+    for (int64_t w = threadIdx.x; w < (V + 31) / 32; w += blockDim.x) edited_bits[w] = 0u;
+    __syncthreads();
+    for (int e = threadIdx.x; e < p.edit_count; e += blockDim.x) {
+      const int32_t t = rv.edits[e].token;
+      atomicOr(&edited_bits[t >> 5], 1u << (t & 31));
+    }
+    __syncthreads();
+    rv.edited = edited_bits;
+  }
 
-  if (!(p.temperature > 0.f)) {  // greedy (also catches NaN temperature)
-    ArgMax a{-INFINITY, INT64_MAX};
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) a = better(a, ArgMax{clean(x[i]), i});
+  // 1. Logprobs of the raw row: logsumexp, then the top N in (value desc, index asc) order, one
+  //    block argmax per rank over the entries after the previous one.
+  float lse = 0.f;
+  if (p.num_logprobs >= 0) {
+    float m = -INFINITY;
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, rv.raw(i));
+    m = block_max(m, red);
+    if (isfinite(m)) {
+      float s = 0.f;
+      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) s += expf(rv.raw(i) - m);
+      lse = m + logf(block_sum(s, red));
+    }
+    ArgMax prev{INFINITY, -1};
+    const int n = int(p.num_logprobs < V ? p.num_logprobs : V);
+    for (int r = 0; r < n; ++r) {
+      ArgMax a = no_argmax();
+      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+        const float v = rv.raw(i);
+        if (v < prev.v || (v == prev.v && i > prev.i)) a = better(a, ArgMax{v, i});
+      }
+      a = block_argmax(a, sv, si);
+      if (threadIdx.x == 0) {
+        out.top_ids[p.lp_offset + r] = int32_t(a.i);
+        out.top_logprobs[p.lp_offset + r] = a.v - lse;
+      }
+      prev = a;
+    }
+  }
+
+  // 2-3. Greedy or Gumbel-max over the processed logits; -1 = nothing samplable.
+  int64_t token = -1;
+  if (is_greedy_temperature(p.temperature)) {
+    ArgMax a = no_argmax();
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) a = better(a, ArgMax{rv.z(i), i});
     a = block_argmax(a, sv, si);
-    if (threadIdx.x == 0) out[row] = int32_t(a.i == INT64_MAX ? 0 : a.i);
-    return;
-  }
-  const float inv_t = 1.f / p.temperature;
-  float mx = -INFINITY;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
-    mx = fmaxf(mx, clean(__fmul_rn(x[i], inv_t)));
-  const float zmax = block_max(mx, red);
-
-  uint32_t floor = 0;  // kept: order key >= floor
-  if (zmax != -INFINITY) {
-    if (p.top_k > 0 && p.top_k < V) {
-      floor = radix_select(
-          x, V, inv_t, 0u, (unsigned long long)p.top_k, [](float) { return 1ull; }, hist, su);
-    }
-    if (p.top_p < 1.f) {
-      float tot = 0.f;
-      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-        const float z = clean(__fmul_rn(x[i], inv_t));
-        if (float_order_key(z) >= floor) tot += __expf(z - zmax);
+    if (a.v != -INFINITY) token = a.i;
+  } else {
+    const float inv_t = 1.f / p.temperature;
+    auto zs = [&](int64_t i) { return __fmul_rn(rv.z(i), inv_t); };
+    float mx = -INFINITY;
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) mx = fmaxf(mx, zs(i));
+    const float zmax = block_max(mx, red);
+    if (zmax != -INFINITY) {
+      uint32_t floor = 0;  // kept: order key >= floor
+      if (p.top_k > 0 && p.top_k < V) {
+        floor = radix_select(zs, V, 0u, (unsigned long long)p.top_k,
+                             [](float) { return 1ull; }, hist, su);
       }
-      const float total = block_sum(tot, red);
-      const float scale = float(kMassScale) / total;
-      auto mass = [=](float z) { return (unsigned long long)(__expf(z - zmax) * scale); };
-      // Exact fixed-point total, then the threshold reaching top_p of it.
-      if (threadIdx.x == 0) hist[0] = 0;
-      __syncthreads();
-      unsigned long long part = 0;
-      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-        const float z = clean(__fmul_rn(x[i], inv_t));
-        if (float_order_key(z) >= floor) part += mass(z);
+      if (p.top_p < 1.f) {
+        float tot = 0.f;
+        for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+          const float z = zs(i);
+          if (float_order_key(z) >= floor) tot += __expf(z - zmax);
+        }
+        const float total = block_sum(tot, red);
+        const float scale = float(kMassScale) / total;
+        auto mass = [=](float z) { return (unsigned long long)(__expf(z - zmax) * scale); };
+        // Exact fixed-point total, then the threshold reaching top_p of it.
+        if (threadIdx.x == 0) hist[0] = 0;
+        __syncthreads();
+        unsigned long long part = 0;
+        for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+          const float z = zs(i);
+          if (float_order_key(z) >= floor) part += mass(z);
+        }
+        atomicAdd(&hist[0], part);
+        __syncthreads();
+        const unsigned long long fx_total = hist[0];
+        __syncthreads();
+        unsigned long long target =
+            (unsigned long long)(double(fx_total) * double(fmaxf(p.top_p, 0.f)));
+        if (target < 1) target = 1;
+        floor = radix_select(zs, V, floor, target, mass, hist, su);
       }
-      atomicAdd(&hist[0], part);
-      __syncthreads();
-      const unsigned long long fx_total = hist[0];
-      __syncthreads();
-      unsigned long long target =
-          (unsigned long long)(double(fx_total) * double(fmaxf(p.top_p, 0.f)));
-      if (target < 1) target = 1;
-      floor = radix_select(x, V, inv_t, floor, target, mass, hist, su);
-    }
-    if (p.min_p > 0.f) {
-      const uint32_t k = float_order_key(zmax + logf(fminf(p.min_p, 1.f)));
-      if (k > floor) floor = k;
+      if (p.min_p > 0.f) {
+        const uint32_t k = float_order_key(zmax + logf(fminf(p.min_p, 1.f)));
+        if (k > floor) floor = k;
+      }
+      ArgMax a = no_argmax();
+      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+        const float z = zs(i);
+        if (float_order_key(z) < floor) continue;
+        a = better(a, ArgMax{z + sampler_gumbel(p.seed, p.step, uint32_t(i)), i});
+      }
+      a = block_argmax(a, sv, si);
+      token = a.i == INT64_MAX ? -1 : a.i;
     }
   }
 
-  ArgMax a{-INFINITY, INT64_MAX};
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    const float z = clean(__fmul_rn(x[i], inv_t));
-    if (float_order_key(z) < floor) continue;
-    a = better(a, ArgMax{z + sampler_gumbel(p.seed, p.step, uint32_t(i)), i});
+  // 4. Nothing samplable: the allowed token with the largest raw logit.
+  if (token < 0) {
+    ArgMax a = no_argmax();
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x)
+      if (token_allowed(rv.mask, i)) a = better(a, ArgMax{rv.raw(i), i});
+    a = block_argmax(a, sv, si);
+    token = a.i == INT64_MAX ? 0 : a.i;
   }
-  a = block_argmax(a, sv, si);
-  if (threadIdx.x == 0) out[row] = int32_t(a.i == INT64_MAX ? 0 : a.i);
+  if (threadIdx.x == 0) {
+    out.tokens[row] = int32_t(token);
+    if (p.num_logprobs >= 0) out.chosen_logprob[row] = rv.raw(token) - lse;
+  }
 }
 
 }  // namespace
 
-void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows, int32_t* out,
+void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
+                   const LogitEdit* edits, const uint32_t* masks, const SampleOutputs& out,
                    cudaStream_t s) {
   if (S == 0) return;
   NV_CHECK(V > 0 && V < (int64_t(1) << 31), "bad vocabulary size ", V);
   NV_CHECK(S <= 0x7fffffff, "too many rows to sample: ", S);
-  sample_kernel<<<unsigned(S), NT, 0, s>>>(logits, V, rows, out);
+  const size_t smem = size_t((V + 31) / 32) * sizeof(uint32_t);  // the edited-token bitmap
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        sample_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    NV_CHECK(e == cudaSuccess, "sampling a vocabulary of ", V, " needs ", smem,
+             " bytes of shared memory: ", cudaGetErrorString(e));
+  }
+  sample_kernel<<<unsigned(S), NT, smem, s>>>(logits, V, rows, edits, masks, out);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -1,32 +1,47 @@
-// Token sampling on the device. One thread block per logits row:
-//   temperature <= 0  -> greedy argmax (lowest index on ties);
-//   otherwise z = logits / temperature, then the kept set is
-//     top-k   (0 < k < V): z >= the k-th largest z (ties at the threshold all kept),
-//     top-p   (p < 1):     among those, z >= t where t is the largest value whose kept
-//                          probability mass of {z >= t}, renormalized, reaches p,
-//     min-p   (> 0):       prob >= min_p * max prob, i.e. z >= max z + log(min_p);
-//   and the token is argmax over the kept set of z_i + gumbel(seed, step, i) (Gumbel-max
-//   with the Philox noise of philox_rng.h; lowest index on ties).
-// Thresholds are found exactly by 4-pass radix selection over the order-preserving uint32 key
-// of z (top-p accumulates probability mass in 2^-40 fixed point, so it is deterministic).
+// The sampling op on the device (definition: kernels/sampling.h). One thread block per logits
+// row does everything in one launch: raw logprobs (logsumexp, top-N, chosen token), the
+// processed logits (allowed-token mask, then the row's sorted LogitEdits: suppression,
+// logit_bias, penalties; an "edited" bitmap in shared memory finds them), greedy or Gumbel-max
+// with top-k / top-p / min-p, and the step-4 fallback. Thresholds are found exactly by 4-pass
+// radix selection over the order-preserving uint32 key of z (top-p accumulates probability
+// mass in 2^-40 fixed point, so it is deterministic). The logits are never written.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "kernels/sampling_math.h"
+
 namespace nanovllm::cuda {
 
-struct SampleRow {
-  float temperature = 1.f;  // <= 0: greedy
+// A row's parameters as the kernel reads them (packed on the host by CudaBackend::sample).
+struct SampleRowDev {
+  float temperature = 1.f;  // is_greedy_temperature(): greedy
   int32_t top_k = -1;       // <= 0 or >= V: off
   float top_p = 1.f;        // >= 1: off
   float min_p = 0.f;        // <= 0: off
   uint64_t seed = 0;        // Philox key
-  uint64_t step = 0;        // Philox counter high part (the request's output position)
+  uint64_t step = 0;        // Philox counter
+  Penalties penalties;
+  int32_t num_logprobs = -1;  // -1: none; else min(N, V) top entries at lp_offset
+  int32_t lp_offset = 0;
+  int32_t edit_begin = 0;  // this row's edits: edits[edit_begin, edit_begin + edit_count),
+  int32_t edit_count = 0;  // ascending token ids
+  int64_t mask_offset = -1;  // first word of the row's allowed mask in `masks`; -1: all allowed
 };
 
-// logits [S, V] F32, rows [S] (device), out [S] I32 (device).
-void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRow* rows, int32_t* out,
+// Outputs (device): tokens [S], chosen_logprob [S] (rows with num_logprobs >= 0), and the
+// top-N lists: top_ids / top_logprobs at each row's lp_offset.
+struct SampleOutputs {
+  int32_t* tokens = nullptr;
+  float* chosen_logprob = nullptr;
+  int32_t* top_ids = nullptr;
+  float* top_logprobs = nullptr;
+};
+
+// logits [S, V] F32 (device); rows [S], edits, masks (device).
+void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
+                   const LogitEdit* edits, const uint32_t* masks, const SampleOutputs& out,
                    cudaStream_t s);
 
 }  // namespace nanovllm::cuda

@@ -105,5 +105,73 @@ TEST(CudaGraphPolicy, FillStagingPadsTheBucket) {
   EXPECT_NO_THROW(fill_decode_staging(l, 1, 1, ids, pos, slots, ctx, wide_ok, 5, buf.data()));
 }
 
+// A decode batch of n sequences as ModelRunner::prepare builds it (block tables `stride` wide,
+// sequence i using blocks 10i.. for its first `used` entries).
+HostBatch decode_batch(int n, int stride, int used, int block_size = 16) {
+  HostBatch hb;
+  hb.num_seqs = hb.num_tokens = n;
+  hb.block_size = block_size;
+  hb.block_table_stride = stride;
+  hb.decode_only = true;
+  hb.max_seqlen_q = 1;
+  hb.cu_seqlens_q.push_back(0);
+  for (int i = 0; i < n; ++i) {
+    hb.input_ids.push_back(5);
+    hb.positions.push_back(used * block_size - 1);
+    hb.slot_mapping.push_back(i * block_size);
+    hb.context_lens.push_back(used * block_size);
+    hb.cu_seqlens_q.push_back(i + 1);
+    hb.logits_indices.push_back(i);
+    for (int j = 0; j < stride; ++j) hb.block_tables.push_back(j < used ? 10 * i + j : -1);
+  }
+  hb.max_seqlen_k = used * block_size;
+  return hb;
+}
+
+TEST(CudaGraphPolicy, ReplayBucketChoosesTheSmallestBucketOrEager) {
+  const auto buckets = graph_batch_sizes(40);  // 1 2 4 8 16 32
+  const int width = 5, bs = 16, len = 64;
+  EXPECT_EQ(graph_replay_bucket(decode_batch(1, 3, 2), buckets, width, bs, len), 1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(3, 3, 2), buckets, width, bs, len), 4);   // padded to 4
+  EXPECT_EQ(graph_replay_bucket(decode_batch(17, 3, 2), buckets, width, bs, len), 32);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(32, 3, 2), buckets, width, bs, len), 32);
+  // Above the largest bucket: eager.
+  EXPECT_EQ(graph_replay_bucket(decode_batch(33, 3, 2), buckets, width, bs, len), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(600, 3, 2), graph_batch_sizes(512), width, bs, len), -1);
+  // Wider tables are fine while the extra entries are unused; a real block past the width is not.
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 4), buckets, width, bs, len), 2);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 5), buckets, width, bs, 1000), 2);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 8, 6), buckets, width, bs, 1000), -1);
+  // A context longer than the captured max_model_len (64): eager.
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2), buckets, width, bs, 31), -1);
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2), buckets, width, bs, 32), 2);
+  // Another block size than captured: eager.
+  EXPECT_EQ(graph_replay_bucket(decode_batch(2, 3, 2, 32), buckets, width, bs, len), -1);
+}
+
+TEST(CudaGraphPolicy, ReplayNeedsADecodeOnlyBatchSamplingEverySequence) {
+  const auto buckets = graph_batch_sizes(64);
+  HostBatch hb = decode_batch(4, 3, 2);
+  ASSERT_EQ(graph_replay_bucket(hb, buckets, 5, 16, 64), 4);
+  HostBatch prefill = hb;  // one sequence with 2 query tokens
+  prefill.decode_only = false;
+  prefill.num_tokens = 5;
+  EXPECT_EQ(graph_replay_bucket(prefill, buckets, 5, 16, 64), -1);
+  HostBatch not_flagged = hb;
+  not_flagged.decode_only = false;
+  EXPECT_EQ(graph_replay_bucket(not_flagged, buckets, 5, 16, 64), -1);
+  HostBatch skip = hb;  // a sequence that does not sample (partial prefill chunk)
+  skip.logits_indices = {0, 1, 3};
+  EXPECT_EQ(graph_replay_bucket(skip, buckets, 5, 16, 64), -1);
+  HostBatch reordered = hb;
+  reordered.logits_indices = {1, 0, 2, 3};
+  EXPECT_EQ(graph_replay_bucket(reordered, buckets, 5, 16, 64), -1);
+  HostBatch empty = decode_batch(0, 3, 2);
+  EXPECT_EQ(graph_replay_bucket(empty, buckets, 5, 16, 64), -1);
+  HostBatch bad_tables = hb;  // inconsistent arrays: eager, whose upload reports them
+  bad_tables.block_tables.pop_back();
+  EXPECT_EQ(graph_replay_bucket(bad_tables, buckets, 5, 16, 64), -1);
+}
+
 }  // namespace
 }  // namespace nanovllm

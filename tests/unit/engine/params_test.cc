@@ -65,6 +65,27 @@ TEST(SamplingParams, InvalidValuesNameParameterAndValue) {
   EXPECT_THAT(with([](auto& p) { p.min_tokens = -1; }), HasSubstr("min_tokens"));
   EXPECT_THAT(with([](auto& p) { p.logprobs = 21; }), HasSubstr("logprobs must be in [-1, 20], got 21"));
   EXPECT_THAT(with([](auto& p) { p.stop = {"ok", ""}; }), HasSubstr("stop"));
+  EXPECT_THAT(with([](auto& p) { p.presence_penalty = 2.5f; }),
+              HasSubstr("presence_penalty must be in [-2, 2], got 2.5"));
+  EXPECT_THAT(with([](auto& p) { p.frequency_penalty = -2.01f; }),
+              HasSubstr("frequency_penalty must be in [-2, 2], got -2.01"));
+  EXPECT_THAT(with([](auto& p) { p.frequency_penalty = std::nanf(""); }),
+              HasSubstr("frequency_penalty"));
+  EXPECT_THAT(with([](auto& p) { p.repetition_penalty = 0.f; }),
+              HasSubstr("repetition_penalty must be finite and > 0, got 0"));
+  EXPECT_THAT(with([](auto& p) { p.logit_bias = {{5, 100.5f}}; }),
+              HasSubstr("logit_bias values must be in [-100, 100], got 100.5 for token 5"));
+  EXPECT_THAT(with([](auto& p) { p.logit_bias = {{-1, 1.f}}; }),
+              HasSubstr("logit_bias token ids must be >= 0, got -1"));
+}
+
+TEST(SamplingParams, PenaltyEdgesAreValid) {
+  SamplingParams p;
+  p.presence_penalty = -2.f;
+  p.frequency_penalty = 2.f;
+  p.repetition_penalty = 0.01f;
+  p.logit_bias = {{0, -100.f}, {7, 100.f}};
+  EXPECT_EQ(error_of(p), "");
 }
 
 TEST(Config, ValidateChecksEveryField) {
@@ -82,6 +103,13 @@ TEST(Config, ValidateChecksEveryField) {
   EXPECT_THAT(with([](auto& c) { c.max_num_batched_tokens = 0; }), HasSubstr("max_num_batched_tokens"));
   EXPECT_THAT(with([](auto& c) { c.max_model_len = 0; }), HasSubstr("max_model_len"));
   EXPECT_THAT(with([](auto& c) { c.tensor_parallel_size = 0; }), HasSubstr("tensor_parallel_size"));
+  // Until tensor parallelism exists (issue 15), any TP > 1 is refused on every device.
+  for (const char* dev : {"auto", "cpu", "cuda"})
+    EXPECT_THAT(with([&](auto& c) {
+                  c.tensor_parallel_size = 2;
+                  c.device = dev;
+                }),
+                HasSubstr("tensor_parallel_size 2: tensor parallelism is not implemented yet"));
   EXPECT_THAT(with([](auto& c) { c.policy = "fifo"; }), HasSubstr("policy must be prefill-first or mixed, got 'fifo'"));
   EXPECT_EQ(with([](auto& c) { c.policy = "mixed"; }), "");
   EXPECT_THAT(with([](auto& c) { c.device = "tpu"; }), HasSubstr("device"));

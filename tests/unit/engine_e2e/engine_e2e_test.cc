@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <random>
 
-#include "loader/make_model.h"
+#include "random_model.h"
 #include "nanovllm/llm.h"
 #include "util/check.h"
 
@@ -18,23 +18,7 @@ namespace {
 std::string stories_dir() { return std::string(NANOVLLM_SHARED_DATA) + "/models/stories260K-hf"; }
 bool have_stories() { return fs::exists(stories_dir() + "/config.json"); }
 
-// A random f32 Qwen3 tiny model, made once per test binary run.
-const std::string& random_model() {
-  static std::string dir = [] {
-    std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/qwen3-tiny-f32";
-    if (!fs::exists(d + "/config.json")) {
-      MakeModelOptions o;
-      o.arch = "qwen3";
-      o.preset = "tiny";
-      o.dtype = DType::F32;
-      o.seed = 7;
-      o.out_dir = d;
-      make_random_model(o);
-    }
-    return d;
-  }();
-  return dir;
-}
+const std::string& random_model() { return random_tiny_model(); }
 
 Config base_config(const std::string& model) {
   Config c;

@@ -1,28 +1,14 @@
-#include <gtest/gtest.h>
-
-#include <algorithm>
+// The sampling op's contract on the CPU backend (Backend::sample; definition in
+// kernels/sampling.h): greedy, temperature, top-k / top-p / min-p against an f64 reference,
+// the Philox noise, seeded batch invariance, the sampled distribution, logprobs, bad inputs.
 #include <chrono>
-#include <cmath>
 #include <map>
-#include <numeric>
-#include <random>
-#include <set>
 
-#include "kernels/cuda/philox_rng.h"  // host-compilable; the CUDA sampler's noise
-#include "layers/sampler.h"
-#include "util/philox.h"
-#include "util/thread_pool.h"
+#include "sampler_test_util.h"
+#include "util/check.h"
 
-namespace nanovllm {
+namespace nanovllm::samplertest {
 namespace {
-
-SampleRequest req(const SamplingParams& p, uint64_t seed, int64_t step) {
-  SampleRequest r;
-  r.params = &p;
-  r.seed = seed;
-  r.step = step;
-  return r;
-}
 
 std::vector<float> logits_of_probs(const std::vector<double>& probs) {
   std::vector<float> l;
@@ -30,139 +16,186 @@ std::vector<float> logits_of_probs(const std::vector<double>& probs) {
   return l;
 }
 
-// Frequencies of sample_row over `n` consecutive steps.
-std::map<int, int> histogram(const std::vector<float>& logits, const SamplingParams& p, int n,
+// Frequencies of the sampled token over `n` consecutive steps.
+std::map<int, int> histogram(const std::vector<float>& logits, SamplingRow p, int n,
                              uint64_t seed = 99) {
   std::map<int, int> h;
-  for (int s = 0; s < n; ++s)
-    h[sample_row(logits.data(), static_cast<int>(logits.size()), req(p, seed, s))]++;
+  p.seed = seed;
+  for (int s = 0; s < n; ++s) {
+    p.step = uint64_t(s);
+    h[sample_one(logits, p)]++;
+  }
   return h;
 }
 
-TEST(Sampler, GreedyIsArgmaxLowestIndexOnTies) {
-  SamplingParams p;
-  p.temperature = 0;
+TEST(SamplingOp, GreedyRuleIsVllms) {
+  EXPECT_TRUE(is_greedy_temperature(0.f));
+  EXPECT_TRUE(is_greedy_temperature(9.99e-6f));
+  EXPECT_FALSE(is_greedy_temperature(1e-5f));
+  EXPECT_FALSE(is_greedy_temperature(0.5f));
+  EXPECT_TRUE(is_greedy_temperature(std::nanf("")));
+}
+
+TEST(SamplingOp, GreedyIsArgmaxLowestIndexOnTies) {
   std::vector<float> l = {0.1f, 2.f, -1.f, 2.f, 1.9f};
-  EXPECT_EQ(sample_row(l.data(), 5, req(p, 1, 0)), 1);
+  EXPECT_EQ(sample_one(l, make_row(0.f)), 1);
   l[0] = std::nanf("");
   l[4] = 5.f;
-  EXPECT_EQ(sample_row(l.data(), 5, req(p, 1, 0)), 4);
-  p.temperature = 1e-7f;  // treated as greedy instead of overflowing logits / T
-  for (int s = 0; s < 20; ++s) EXPECT_EQ(sample_row(l.data(), 5, req(p, 9, s)), 4);
+  EXPECT_EQ(sample_one(l, make_row(0.f)), 4);  // NaN never wins
+  for (int s = 0; s < 20; ++s) EXPECT_EQ(sample_one(l, make_row(1e-7f, 9, s)), 4);
+  const std::vector<float> all_nan(4, std::nanf(""));
+  EXPECT_EQ(sample_one(all_nan, make_row(0.f)), 0);    // step 4: lowest allowed index
+  EXPECT_EQ(sample_one(all_nan, make_row(1.f, 3)), 0);
 }
 
-TEST(Sampler, TopKOneIsGreedy) {
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 3.f);
-  SamplingParams p;
-  p.temperature = 1.3f;
-  p.top_k = 1;
+TEST(SamplingOp, TopKOneIsGreedy) {
   for (int t = 0; t < 50; ++t) {
-    std::vector<float> l(1000);
-    for (float& x : l) x = nd(rng);
-    const int expect = static_cast<int>(std::max_element(l.begin(), l.end()) - l.begin());
-    EXPECT_EQ(sample_row(l.data(), 1000, req(p, 7 + t, t)), expect);
+    const auto l = normal_logits(1000, 3.f, 3 + t);
+    SamplingRow p = make_row(1.3f, 7 + t, t);
+    p.top_k = 1;
+    EXPECT_EQ(sample_one(l, p), int(std::max_element(l.begin(), l.end()) - l.begin()));
   }
 }
 
-TEST(Sampler, SeededTokensDoNotDependOnBatchComposition) {
-  const int V = 5000;
-  std::mt19937 rng(11);
-  std::normal_distribution<float> nd(0.f, 2.f);
-  std::vector<float> batch(static_cast<size_t>(6 * V));
-  for (float& x : batch) x = nd(rng);
-  SamplingParams p;
-  p.temperature = 0.9f;
-  SamplingParams q = p;
-  q.top_p = 0.9f;
-  q.top_k = 50;
-  ThreadPool pool(4);
-  int differs = 0;
-  for (int step = 0; step < 20; ++step) {
-    // Row 2 (seed 42) alone...
-    const int alone = sample_row(batch.data() + 2 * V, V, req(p, 42, step));
-    // ...and inside a batch of 6 with other seeds, params and steps, sequentially and pooled.
-    std::vector<SampleRequest> reqs;
-    for (int r = 0; r < 6; ++r)
-      reqs.push_back(r == 2 ? req(p, 42, step) : req(r % 2 ? q : p, 1000 + r, step * r));
-    EXPECT_EQ(sample(batch.data(), 6, V, reqs, nullptr)[2], alone);
-    EXPECT_EQ(sample(batch.data(), 6, V, reqs, &pool)[2], alone);
-    differs += sample_row(batch.data() + 2 * V, V, req(p, 43, step)) != alone;
+// Every filter combination against the f64 reference of the definition, with the exact noise.
+TEST(SamplingOp, FiltersAndRaceMatchF64Reference) {
+  const int V = 3000, S = 36;
+  const auto logits = normal_logits(size_t(S) * V, 2.f, 11);
+  std::vector<SamplingRow> rows;
+  for (int r = 0; r < S; ++r) {
+    SamplingRow p = make_row(0.7f + 0.1f * float(r % 7), 1000 + r);
+    switch (r % 6) {
+      case 0: p.top_k = 20; break;
+      case 1: p.top_p = 0.8f; break;
+      case 2: p.min_p = 0.05f; break;
+      case 3: p.top_k = 50, p.top_p = 0.9f, p.min_p = 0.02f; break;
+      case 4: break;  // unfiltered race (the pruned path)
+      case 5: p.temperature = 0.f; break;
+    }
+    rows.push_back(p);
   }
-  EXPECT_GT(differs, 10);  // another seed gives other tokens
+  int inexact = 0, total = 0;
+  for (uint64_t step = 0; step < 10; ++step) {
+    for (auto& p : rows) p.step = step;
+    const auto res = run(logits, S, rows);
+    for (int r = 0; r < S; ++r, ++total)
+      inexact += !check_against_reference(&logits[size_t(r) * V], V, rows[size_t(r)],
+                                          res.tokens[size_t(r)]);
+  }
+  EXPECT_LE(inexact, total / 100) << "near-ties / boundary cases only";
 }
 
-// The host sampler must draw the same noise as the CUDA sampler (kernels/cuda/philox_rng.h),
-// and pick the token the CUDA formulation argmax(z + gumbel) picks.
-TEST(Sampler, NoiseMatchesCudaDefinition) {
-  for (uint64_t seed : {0ull, 1ull, 0xdeadbeefcafef00dull})
-    for (uint64_t step : {0ull, 3ull, 1ull << 33})
-      for (uint32_t i : {0u, 1u, 151935u}) {
-        const uint32_t w = sampler_noise_word(seed, step, i);
-        ASSERT_EQ(w, sampler_noise_bits(seed, step, i));
-        ASSERT_EQ(noise_uniform(w), philox_uniform(w));
-      }
+TEST(SamplingOp, FloatOrderKeyIsMonotone) {
+  const float vals[] = {-INFINITY, -3e38f, -2.5f, -1.f, -1e-30f, -0.f,    0.f,
+                        1e-30f,    0.5f,   1.f,   7.f,  3e38f,   INFINITY};
+  for (size_t i = 0; i + 1 < sizeof(vals) / sizeof(vals[0]); ++i) {
+    EXPECT_LT(float_order_key(vals[i]), float_order_key(vals[i + 1])) << vals[i];
+    EXPECT_EQ(float_from_order_key(float_order_key(vals[i])), vals[i]);
+  }
+}
+
+// The CUDA sampler takes argmax z + gumbel: the CPU race must pick the same token.
+TEST(SamplingOp, RaceEqualsGumbelArgmax) {
   const int V = 3000;
-  std::mt19937 rng(17);
-  std::normal_distribution<float> nd(0.f, 2.f);
-  std::vector<float> l(V);
-  for (float& x : l) x = nd(rng);
-  SamplingParams p;
-  p.temperature = 0.8f;
+  const auto l = normal_logits(V, 2.f, 17);
   int same = 0;
   for (int step = 0; step < 50; ++step) {
     int expect = 0;
     float best = -INFINITY;
     for (int i = 0; i < V; ++i) {
-      const float g = l[static_cast<size_t>(i)] / 0.8f + sampler_gumbel(77, step, i);
-      if (g > best) {
-        best = g;
-        expect = i;
-      }
+      const float g = l[size_t(i)] * (1.f / 0.8f) + sampler_gumbel(77, step, uint32_t(i));
+      if (g > best) best = g, expect = i;
     }
-    same += sample_row(l.data(), V, req(p, 77, step)) == expect;
+    same += sample_one(l, make_row(0.8f, 77, step)) == expect;
   }
   EXPECT_GE(same, 49);  // float rounding may flip a near-tie, nothing more
 }
 
-TEST(Sampler, EmpiricalDistributionMatchesSoftmaxOverTemperature) {
+// The same seeded request alone, in batches of several sizes, at several positions, next to
+// rows with other features, on 1, 2 and 4 threads: identical tokens.
+TEST(SamplingOp, SeededTokensDoNotDependOnBatch) {
+  const int V = 5000;
+  const auto mine = normal_logits(V, 2.f, 5);
+  std::vector<uint32_t> mask(size_t((V + 31) / 32), 0xF0F0F0F0u);
+  const std::vector<TokenCount> hist = {{3, 1}, {40, 0}, {41, 2}};
+  const std::vector<int32_t> eos = {7};
+  for (int variant = 0; variant < 3; ++variant) {
+    SamplingRow p = make_row(0.9f, 42);
+    if (variant == 1) p.top_p = 0.9f, p.top_k = 50;
+    if (variant == 2) p.min_p = 0.1f, p.num_logprobs = 3;
+    int differs = 0;
+    for (uint64_t step = 0; step < 15; ++step) {
+      p.step = step;
+      const int alone = sample_one(mine, p);
+      SamplingRow other_seed = p;
+      other_seed.seed = 43;
+      differs += sample_one(mine, other_seed) != alone;
+      for (int S : {2, 5, 17})
+        for (int pos : {0, S / 2, S - 1})
+          for (int threads : {1, 4}) {
+            auto batch = normal_logits(size_t(S) * V, 2.f, uint32_t(100 + S + pos));
+            std::copy(mine.begin(), mine.end(), batch.begin() + int64_t(pos) * V);
+            std::vector<SamplingRow> rows;
+            for (int r = 0; r < S; ++r) {
+              SamplingRow o = make_row(r % 3 ? 1.1f : 0.f, 1000 + r, step * r);
+              o.top_k = r % 2 ? 30 : -1;
+              o.penalties.repetition = 1.3f;
+              o.history = hist;
+              o.suppress = eos;
+              if (r % 4 == 1) o.allowed = mask;
+              if (r % 5 == 2) o.num_logprobs = 2;
+              rows.push_back(r == pos ? p : o);
+            }
+            ASSERT_EQ(run(batch, S, rows, threads).tokens[size_t(pos)], alone)
+                << "variant " << variant << " step " << step << " S " << S << " pos " << pos;
+          }
+    }
+    EXPECT_GT(differs, 5) << "another seed gives other tokens";
+  }
+}
+
+TEST(SamplingOp, EmpiricalDistributionMatchesSoftmaxOverTemperature) {
   const std::vector<float> l = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f, -2.0f};
   const float T = 0.8f;
-  SamplingParams p;
-  p.temperature = T;
   const int n = 40000;
-  auto h = histogram(l, p, n, 2024);
+  auto h = histogram(l, make_row(T), n, 2024);
   double z = 0;
   for (float x : l) z += std::exp(x / T);
   double chi2 = 0;
   for (int i = 0; i < 6; ++i) {
-    const double e = n * std::exp(l[static_cast<size_t>(i)] / T) / z;
-    const double d = h[i] - e;
-    chi2 += d * d / e;
+    const double e = n * std::exp(l[size_t(i)] / T) / z;
+    chi2 += (h[i] - e) * (h[i] - e) / e;
   }
   EXPECT_LT(chi2, 20.5) << "chi-square with 5 degrees of freedom (p = 0.001)";
 }
 
-TEST(Sampler, TopPKeepsTheSmallestNucleus) {
+TEST(SamplingOp, TopPKeepsTheSmallestNucleusAndItsTies) {
   const auto l = logits_of_probs({0.5, 0.25, 0.15, 0.1});
-  SamplingParams p;
+  SamplingRow p = make_row(1.f);
   p.top_p = 0.7f;  // 0.5 + 0.25 >= 0.7
   auto h = histogram(l, p, 3000);
   EXPECT_EQ(h.count(2) + h.count(3), 0u);
   EXPECT_GT(h[0], 1700);  // expected 2000 of 3000
   EXPECT_GT(h[1], 700);   // expected 1000
   p.top_p = 0.45f;        // the top token alone
-  h = histogram(l, p, 500);
-  EXPECT_EQ(h[0], 500);
+  EXPECT_EQ(histogram(l, p, 500)[0], 500);
   p.top_p = 0.8f;  // needs the third token
   h = histogram(l, p, 3000);
   EXPECT_GT(h[2], 200);
   EXPECT_EQ(h.count(3), 0u);
+  // Ties at the threshold all stay: 0.3 reaches p with token 0 alone, token 2 ties it.
+  const auto tied = logits_of_probs({0.3, 0.1, 0.3, 0.3});
+  p.top_p = 0.25f;
+  h = histogram(tied, p, 3000);
+  EXPECT_EQ(h.count(1), 0u);
+  EXPECT_GT(h[0], 800);
+  EXPECT_GT(h[2], 800);
+  EXPECT_GT(h[3], 800);
 }
 
-TEST(Sampler, MinPAndTopKExcludeTheRightTokens) {
+TEST(SamplingOp, MinPAndTopKExcludeTheRightTokens) {
   const auto l = logits_of_probs({0.5, 0.25, 0.15, 0.1});
-  SamplingParams p;
+  SamplingRow p = make_row(1.f);
   p.min_p = 0.35f;  // drops p < 0.175
   auto h = histogram(l, p, 2000);
   EXPECT_EQ(h.count(2) + h.count(3), 0u);
@@ -174,99 +207,114 @@ TEST(Sampler, MinPAndTopKExcludeTheRightTokens) {
   EXPECT_GT(h[2], 250);
 }
 
-TEST(Sampler, SuppressEosMasksEosAndStopTokens) {
-  std::vector<float> l = {5.f, 4.f, 0.f, 1.f};
-  std::vector<int> eos = {0};
-  SamplingParams p;
-  p.stop_token_ids = {1};
-  for (float t : {0.f, 1.f}) {
-    p.temperature = t;
-    for (int s = 0; s < 200; ++s) {
-      SampleRequest r = req(p, 5, s);
-      r.suppress_eos = true;
-      r.eos_ids = &eos;
-      const int tok = sample_row(l.data(), 4, r);
-      EXPECT_TRUE(tok == 2 || tok == 3);
-      if (t == 0.f) {
-        EXPECT_EQ(tok, 3);
-      }
+TEST(SamplingOp, LogprobsAreRawLogSoftmax) {
+  const int V = 400, S = 4;
+  auto logits = normal_logits(size_t(S) * V, 3.f, 8);
+  logits[5] = logits[9] = 20.f;  // a tie at the top: lower index first
+  logits[17] = std::nanf("");
+  std::vector<SamplingRow> rows(S);
+  rows[0] = make_row(0.3f, 1);  // temperature, filters, penalties, bias, mask: not in logprobs
+  rows[0].top_k = 2;
+  rows[0].num_logprobs = 5;
+  const std::vector<TokenBias> bias = {{9, -50.f}};
+  const std::vector<TokenCount> hist = {{5, 3}};
+  rows[0].logit_bias = bias;
+  rows[0].history = hist;
+  rows[0].penalties.frequency = 1.f;
+  rows[1] = make_row(0.f);
+  rows[1].num_logprobs = 0;  // the chosen token only
+  rows[2] = make_row(1.f, 5);  // no logprobs
+  rows[3] = make_row(1.f, 6);
+  rows[3].num_logprobs = 20;
+  const auto res = run(logits, S, rows);
+  ASSERT_EQ(res.logprobs.size(), size_t(S));
+  for (int r : {0, 1, 3}) {
+    const auto ref = ref_log_softmax(&logits[size_t(r) * V], V);
+    const auto& lp = res.logprobs[size_t(r)];
+    EXPECT_NEAR(lp.logprob, ref[size_t(res.tokens[size_t(r)])], 1e-4) << "row " << r;
+    std::vector<int> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ref[a] > ref[b]; });
+    ASSERT_EQ(int(lp.top.size()), std::max(0, rows[size_t(r)].num_logprobs)) << "row " << r;
+    for (size_t j = 0; j < lp.top.size(); ++j) {
+      EXPECT_EQ(lp.top[j].token_id, order[j]) << "row " << r << " rank " << j;
+      EXPECT_NEAR(lp.top[j].logprob, ref[size_t(order[j])], 1e-4);
     }
   }
-  p.temperature = 0;
-  EXPECT_EQ(sample_row(l.data(), 4, req(p, 5, 0)), 0);  // not suppressed
+  EXPECT_EQ(res.logprobs[0].top[0].token_id, 5);
+  EXPECT_EQ(res.logprobs[0].top[1].token_id, 9);
+  EXPECT_EQ(res.tokens[0], 5);  // token 9's bias of -50 removes it; 5 keeps 20 - 3
+  EXPECT_TRUE(res.logprobs[2].top.empty());
+  // More logprobs than tokens: all of them.
+  const std::vector<float> tiny = {0.f, 1.f, 2.f};
+  SamplingRow p = make_row(0.f);
+  p.num_logprobs = 20;
+  EXPECT_EQ(run(tiny, 1, {p}).logprobs[0].top.size(), 3u);
 }
 
-TEST(Sampler, LogprobsAreRawLogSoftmax) {
-  const std::vector<float> l = {1.0f, 3.0f, -1.0f, 2.5f, 3.0f};
-  double z = 0;
-  for (float x : l) z += std::exp(static_cast<double>(x));
-  SamplingParams p;
-  p.temperature = 0.3f;  // must not affect the reported logprobs
-  p.top_k = 2;
-  p.logprobs = 3;
-  std::vector<SampleRequest> reqs = {req(p, 1, 0), req(p, 2, 5)};
-  SamplingParams none;
-  reqs.push_back(req(none, 3, 0));
-  std::vector<float> batch;
-  for (int r = 0; r < 3; ++r) batch.insert(batch.end(), l.begin(), l.end());
-  std::vector<TokenLogprobs> lps;
-  auto toks = sample(batch.data(), 3, 5, reqs, nullptr, &lps);
-  ASSERT_EQ(lps.size(), 3u);
-  for (int r = 0; r < 2; ++r) {
-    const int t = toks[static_cast<size_t>(r)];
-    EXPECT_TRUE(t == 1 || t == 4);  // top_k = 2 keeps the two 3.0 logits
-    EXPECT_NEAR(lps[static_cast<size_t>(r)].logprob, l[static_cast<size_t>(t)] - std::log(z), 1e-5);
-    const auto& top = lps[static_cast<size_t>(r)].top;
-    ASSERT_EQ(top.size(), 3u);
-    EXPECT_EQ(top[0].token_id, 1);
-    EXPECT_EQ(top[1].token_id, 4);
-    EXPECT_EQ(top[2].token_id, 3);
-    EXPECT_NEAR(top[2].logprob, 2.5 - std::log(z), 1e-5);
-  }
-  EXPECT_TRUE(lps[2].top.empty());  // logprobs = -1: nothing requested
-  p.logprobs = 0;
-  TokenLogprobs one;
-  sample_row(l.data(), 5, req(p, 1, 0), &one);
-  EXPECT_TRUE(one.top.empty());
-  EXPECT_LT(one.logprob, 0.f);
-}
-
-TEST(Sampler, LargeVocabTopPStaysInNucleusAndIsFast) {
+TEST(SamplingOp, LargeVocabTopPIsExactAndFast) {
   const int V = 151936, S = 8;
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.f, 4.f);
-  std::vector<float> logits(static_cast<size_t>(S) * V);
-  for (float& x : logits) x = nd(rng);
-  SamplingParams p;
-  p.temperature = 0.7f;
-  p.top_p = 0.9f;
-  SamplingParams plain;
-  plain.temperature = 1.0f;
-  std::vector<SampleRequest> reqs;
-  for (int r = 0; r < S; ++r) reqs.push_back(req(r % 2 ? plain : p, 100 + r, 3));
-  ThreadPool pool(2);
+  const auto logits = normal_logits(size_t(S) * V, 4.f, 5);
+  std::vector<SamplingRow> rows;
+  for (int r = 0; r < S; ++r) {
+    SamplingRow p = make_row(r % 2 ? 1.f : 0.7f, 100 + r, 3);
+    if (r % 2 == 0) p.top_p = 0.9f;
+    rows.push_back(p);
+  }
   auto t0 = std::chrono::steady_clock::now();
-  auto toks = sample(logits.data(), S, V, reqs, &pool);
+  const auto res = run(logits, S, rows);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("sampling %d x %d rows took %.2f ms\n", S, V, ms);
-  for (int r = 0; r < S; r += 2) {  // check the top-p rows against a full sort
-    const float* row = logits.data() + static_cast<size_t>(r) * V;
-    std::vector<int> idx(V);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return row[a] > row[b]; });
-    double z = 0;
-    for (int i = 0; i < V; ++i) z += std::exp((row[i] - row[idx[0]]) / 0.7);
-    std::set<int> nucleus;
-    double cum = 0;
-    for (int i : idx) {
-      nucleus.insert(i);
-      cum += std::exp((row[i] - row[idx[0]]) / 0.7) / z;
-      if (cum >= 0.9) break;
+  for (int r = 0; r < S; ++r)
+    check_against_reference(&logits[size_t(r) * V], V, rows[size_t(r)], res.tokens[size_t(r)]);
+}
+
+TEST(SamplingOp, BadInputsAreClearErrors) {
+  const std::vector<float> l(2 * 100, 0.f);
+  auto expect_error = [&](const std::vector<SamplingRow>& rows, const char* what) {
+    try {
+      run(l, 2, rows);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
-    EXPECT_TRUE(nucleus.count(toks[static_cast<size_t>(r)])) << "row " << r;
-  }
+  };
+  expect_error({make_row(1.f)}, "1 sampling rows for 2 logits rows");
+  std::vector<SamplingRow> rows(2, make_row(1.f));
+  rows[1].top_p = 0.f;
+  expect_error(rows, "sampling row 1: top_p must be in (0, 1]");
+  rows[1] = make_row(-1.f);
+  expect_error(rows, "temperature must be finite and >= 0");
+  rows[1] = make_row(1.f);
+  rows[1].num_logprobs = 21;
+  expect_error(rows, "num_logprobs must be in [-1, 20]");
+  rows[1] = make_row(1.f);
+  rows[1].penalties.repetition = 0.f;
+  expect_error(rows, "repetition_penalty must be finite and > 0");
+  rows[1] = make_row(1.f);
+  const std::vector<uint32_t> short_mask(3, ~0u);  // V = 100 needs 4 words
+  rows[1].allowed = short_mask;
+  expect_error(rows, "allowed-token mask has 3 words; vocabulary 100 needs 4");
+  const std::vector<uint32_t> none(4, 0u), past_v = {0u, 0u, 0u, 0xFFFFFFF0u};  // bits >= 100
+  rows[1].allowed = none;
+  expect_error(rows, "allows no token");
+  rows[1].allowed = past_v;
+  expect_error(rows, "allows no token");
+  rows[1] = make_row(1.f);
+  rows[1].penalties.presence = 0.5f;
+  const std::vector<TokenCount> unsorted = {{5, 1}, {3, 1}}, outside = {{100, 1}};
+  rows[1].history = unsorted;
+  expect_error(rows, "history must be sorted by token id without repeats; 5 comes before 3");
+  rows[1].history = outside;
+  expect_error(rows, "history token 100 is outside [0, 100)");
+  rows[1] = make_row(1.f);
+  const std::vector<TokenBias> bad_bias = {{-1, 1.f}};
+  rows[1].logit_bias = bad_bias;
+  expect_error(rows, "logit_bias token -1 is outside");
+  Tensor bf16 = Tensor::empty({2, 100}, DType::BF16);
+  EXPECT_THROW(cpu().sample(bf16, SamplingBatch{std::vector<SamplingRow>(2)}), Error);
 }
 
 }  // namespace
-}  // namespace nanovllm
+}  // namespace nanovllm::samplertest

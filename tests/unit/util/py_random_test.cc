@@ -17,7 +17,6 @@
 #include <numeric>
 
 #include "util/check.h"
-#include "util/philox.h"
 #include "util/py_random.h"
 
 namespace nanovllm {
@@ -78,33 +77,6 @@ TEST(PyRandom, BenchWorkloadMatchesBenchPy) {
             (std::vector<int>{6642, 9046, 1958}));
   EXPECT_EQ(std::vector<int>(w.max_tokens.begin(), w.max_tokens.begin() + 3),
             (std::vector<int>{845, 312, 607}));
-}
-
-// Known-answer vectors of Random123's kat_vectors file ("philox4x32 10" lines).
-TEST(Philox, Random123KnownAnswers) {
-  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}),
-            (PhiloxCounter{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
-  EXPECT_EQ(philox4x32_10({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
-                          {0xffffffffu, 0xffffffffu}),
-            (PhiloxCounter{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
-  EXPECT_EQ(philox4x32_10({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
-                          {0xa4093822u, 0x299f31d0u}),
-            (PhiloxCounter{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
-}
-
-TEST(Philox, UniformIsInOpenInterval) {
-  EXPECT_EQ(noise_uniform(0), 1.f / 16777216.f);
-  EXPECT_EQ(noise_uniform(0xffffffffu), 1.f - 1.f / 16777216.f);
-  EXPECT_LT(noise_uniform(0xffffffffu), 1.f);
-}
-
-TEST(Philox, SamplerNoiseLayout) {
-  // key = seed halves, counter = {step lo, step hi, i, 0}, first word.
-  const uint64_t seed = 0x0123456789abcdefull, step = 0x0000000500000007ull;
-  EXPECT_EQ(sampler_noise_word(seed, step, 42),
-            philox4x32_10({7u, 5u, 42u, 0u}, {0x89abcdefu, 0x01234567u})[0]);
-  EXPECT_NE(sampler_noise_word(seed, step, 42), sampler_noise_word(seed, step + 1, 42));
-  EXPECT_NE(sampler_noise_word(seed, step, 42), sampler_noise_word(seed + 1, step, 42));
 }
 
 }  // namespace

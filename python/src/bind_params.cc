@@ -1,0 +1,99 @@
+// SamplingParams and Config as Python classes with keyword constructors. Both validate on
+// construction (the C++ validate(): ValueError with its message); setters check types only, and
+// the engine validates again when a request is added.
+#include "bindings.h"
+#include "fields.h"
+#include "nanovllm/config.h"
+#include "nanovllm/sampling_params.h"
+#include "util/check.h"
+
+namespace nanovllm::pyb {
+
+namespace {
+
+// nano-vLLM's three fields first, in its order, so SamplingParams(0.6, 256) means the same.
+std::vector<Field<SamplingParams>> sampling_fields() {
+  using S = SamplingParams;
+  const char* o = "SamplingParams";
+  return {field(o, "temperature", &S::temperature),
+          field(o, "max_tokens", &S::max_tokens),
+          field(o, "ignore_eos", &S::ignore_eos),
+          field(o, "top_k", &S::top_k),
+          field(o, "top_p", &S::top_p),
+          field(o, "min_p", &S::min_p),
+          field(o, "seed", &S::seed),
+          field(o, "min_tokens", &S::min_tokens),
+          field(o, "stop", &S::stop),
+          field(o, "stop_token_ids", &S::stop_token_ids),
+          field(o, "logprobs", &S::logprobs),
+          field(o, "presence_penalty", &S::presence_penalty),
+          field(o, "frequency_penalty", &S::frequency_penalty),
+          field(o, "repetition_penalty", &S::repetition_penalty),
+          field(o, "logit_bias", &S::logit_bias),
+          field(o, "skip_special_tokens", &S::skip_special_tokens)};
+}
+
+// nano-vLLM's Config fields first (model, ..., num_kvcache_blocks), then nanovllm's.
+std::vector<Field<Config>> config_fields() {
+  using C = Config;
+  const char* o = "Config";
+  return {field(o, "model", &C::model),
+          field(o, "max_num_batched_tokens", &C::max_num_batched_tokens),
+          field(o, "max_num_seqs", &C::max_num_seqs),
+          field(o, "max_model_len", &C::max_model_len),
+          field(o, "gpu_memory_utilization", &C::gpu_memory_utilization),
+          field(o, "tensor_parallel_size", &C::tensor_parallel_size),
+          field(o, "enforce_eager", &C::enforce_eager),
+          field(o, "kvcache_block_size", &C::kvcache_block_size),
+          field(o, "num_kvcache_blocks", &C::num_kvcache_blocks),
+          field(o, "cpu_kvcache_bytes", &C::cpu_kvcache_bytes),
+          field(o, "cpu_kvcache_fraction", &C::cpu_kvcache_fraction),
+          field(o, "device", &C::device),
+          field(o, "policy", &C::policy),
+          field(o, "enable_prefix_caching", &C::enable_prefix_caching),
+          field(o, "num_threads", &C::num_threads),
+          field(o, "max_waiting", &C::max_waiting)};
+}
+
+// validate() as a ValueError carrying the C++ message.
+template <class T>
+void validate_or_value_error(const T& t) {
+  try {
+    t.validate();
+  } catch (const Error& e) {
+    throw py::value_error(e.what());
+  }
+}
+
+template <class T>
+void bind_struct(py::module_& m, const char* name, const char* doc,
+                 const std::vector<Field<T>>& fields) {
+  py::class_<T> cls(m, name, doc);
+  cls.def(py::init([fields, name](const py::args& args, const py::kwargs& kwargs) {
+    T t;
+    assign_fields(t, fields, name, args, kwargs);
+    validate_or_value_error(t);
+    return t;
+  }));
+  cls.def("validate", [](const T& t) { validate_or_value_error(t); },
+          "Raises ValueError when a field is out of range.");
+  def_fields(cls, fields, name);
+}
+
+}  // namespace
+
+void bind_params(py::module_& m) {
+  bind_struct<SamplingParams>(
+      m, "SamplingParams",
+      "Per-request sampling: SamplingParams(temperature=1.0, max_tokens=64, ignore_eos=False, "
+      "top_k=-1, top_p=1.0, min_p=0.0, seed=None, min_tokens=0, stop=[], stop_token_ids=[], "
+      "logprobs=-1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
+      "logit_bias={}, skip_special_tokens=True). temperature 0 is greedy.",
+      sampling_fields());
+  bind_struct<Config>(m, "Config",
+                      "Engine configuration (nano-vLLM's field names and defaults, plus "
+                      "nanovllm's device, policy, ...). Config(model, **fields).",
+                      config_fields());
+}
+
+}  // namespace nanovllm::pyb

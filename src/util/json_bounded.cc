@@ -78,7 +78,7 @@ J parse_impl(std::string_view text, const std::string& what, const JsonLimits& l
     ok = J::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json,
                       /*strict=*/true, /*ignore_comments=*/false);
   } catch (const nlohmann::json::exception& e) {  // e.g. from a SAX event; never expected
-    NV_THROW(what, ": invalid JSON: ", e.what());
+    NV_THROW(what, ": malformed JSON: ", e.what());
   }
   if (sax.too_deep()) NV_THROW(what, ": JSON nested deeper than ", limits.max_depth, " levels");
   if (!ok) {
@@ -86,7 +86,7 @@ J parse_impl(std::string_view text, const std::string& what, const JsonLimits& l
     // nlohmann prefixes "[json.exception.parse_error.101] "; the rest says where and what.
     if (const size_t p = msg.find("] "); p != std::string::npos && msg.rfind("[json.exception", 0) == 0)
       msg = msg.substr(p + 2);
-    NV_THROW(what, ": invalid JSON: ", msg.empty() ? "syntax error" : msg);
+    NV_THROW(what, ": malformed JSON: ", msg.empty() ? "syntax error" : msg);
   }
   return out;
 }

@@ -21,7 +21,7 @@ struct JsonLimits {
 };
 
 // Parses `text` (strict JSON, no comments). Throws nanovllm::Error starting with `what` (e.g.
-// "config.json" or "request body") for invalid JSON, numbers out of range (1e309), text over
+// "config.json" or "request body") for malformed JSON, numbers out of range (1e309), text over
 // max_bytes and nesting deeper than max_depth. Never throws nlohmann exceptions.
 nlohmann::json parse_json(std::string_view text, const std::string& what, const JsonLimits& limits = {});
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what,

@@ -279,7 +279,8 @@ def case_slowloris(tmp, model):
 
 
 def case_engine_failure(tmp, model):
-    args = ["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--test-engine-fault-after-steps", 30]
+    args = ["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--test-engine-fault-after-steps", 30,
+            "--test-engine-step-delay-ms", 10]  # all three streams start before the failure
     with U.Server(args, os.path.join(tmp, "serve-fault.log")) as srv:
         results = [None] * 3
 

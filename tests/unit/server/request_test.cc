@@ -97,7 +97,7 @@ TEST(CompletionRequest, RejectsBadInput) {
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options"},
       {R"({"prompt":"x","min_tokens":5,"max_tokens":2})", "min_tokens"},
       {R"({"prompt":"x","ignore_eos":1})", "ignore_eos"},
-      {R"({"prompt":"x","presence_penalty":0.5})", "presence_penalty"},
+      {R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty"},  // outside [-2, 2]
       {R"({"prompt":"x","model":3})", "model"},
       {R"({"prompt":5})", "prompt"},
       {R"({"prompt":[]})", "prompt"},

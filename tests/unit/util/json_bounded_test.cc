@@ -54,7 +54,7 @@ TEST(JsonBounded, SizeLimit) {
 TEST(JsonBounded, InvalidJsonAndNumberOverflow) {
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "nul", "[1] x", "{\"t\": 1e309}", "-1e400"}) {
     const std::string e = error_of(bad);
-    EXPECT_EQ(e.rfind("test input: invalid JSON: ", 0), 0u) << bad << " -> " << e;
+    EXPECT_EQ(e.rfind("test input: malformed JSON: ", 0), 0u) << bad << " -> " << e;
   }
   EXPECT_NE(error_of("{\"temperature\": 1e309}").find("number overflow"), std::string::npos);
 }

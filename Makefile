@@ -19,11 +19,14 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README).
+# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README), with its
+# scheduler trace and the trace's HTML page in $(BUILD)/.
 run: build
 	$(BUILD)/nanovllm bench --random-model small --num-seqs 32 --min-input-len 64 --max-input-len 256 \
 	  --min-output-len 32 --max-output-len 128 \
-	  --cache-dir $(BUILD)/models
+	  --cache-dir $(BUILD)/models --trace $(BUILD)/trace.json
+	$(BUILD)/nanovllm trace-view $(BUILD)/trace.json -o $(BUILD)/trace.html
+	@echo "trace: $(BUILD)/trace.html (open in a browser), $(BUILD)/trace.json (https://ui.perfetto.dev or chrome://tracing)"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500

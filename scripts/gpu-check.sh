@@ -1,100 +1,167 @@
 #!/usr/bin/env bash
-# One command for a GPU machine: configure + build with the CUDA backend and GPU tests, run the
-# kernel tests, then the end-to-end and benchmark steps, logging each step under $OUT (or
-# ./gpu-check-out) and printing a summary table last. A failing step is recorded and the
-# script goes on; the exit status is 1 if any step failed. Two files land in $OUT
-# (gpu-check.log with every step's log, and summary.txt): the device tool returns at most 8.
+# gpu-check: everything nanovllm verifies and measures on a GPU, in ONE device call of at most
+# 10 minutes on a bare H100/H200 machine (nvcc, CMake, ninja, PyTorch, transformers; no Debian
+# -dev packages, no network).
 #
-#   OUT=/some/dir scripts/gpu-check.sh [model_dir]
-# Env: CUDA_ARCH (default 90), BUILD_DIR (default build-gpu), JOBS (default nproc),
-#      NANOVLLM_MODEL (model folder for the e2e / bench steps; also the first argument).
+# Before the call, on the CPU machine, in the checkout the session sends (its repo root):
+#     scripts/gpu-bundle.sh          # -> .gpu-bundle/ (git-ignored, 9.3 MB): the -dev .debs
+#                                    #    and stories260K
+# The device call (tool `run`):
+#     command:   bash scripts/gpu-check.sh
+#     carry:     [".gpu-bundle"]
+#     timeout_s: 600
+# What comes back in $OUT (3 files): summary.txt (the table, also printed last), summary.json
+# (every step's status, time and measurements) and gpu-check.log (every step's full output).
+#
+# Steps, in priority order (each logs; a failing step is recorded and the script goes on; a
+# step that would overrun the time budget is cut short or skipped):
+#   env, build (scripts/gpu-build.sh: unpack the bundle, configure -DNANOVLLM_MINIMAL=ON for
+#   sm_90, ninja), gpu_tests (CUDA op tests + the backend conformance table), unit_tests (CPU
+#   unit tests; they pin device=cpu), models (random Qwen3-0.6B-shaped bf16 and `small` bf16;
+#   stories260K from the bundle), cpu_vs_cuda, hf_compare (transformers on the same GPU and
+#   weights), eager_vs_graph, engine_e2e_cuda (the engine tests on --device cuda),
+#   attention_bench (decode attention GB/s vs the HBM read pass), gemm_bench (cuBLASLt TFLOP/s
+#   vs peak), decode_step (step wall time, graphs vs eager), bench (`nanovllm bench`: bench.py's
+#   256-sequence workload), hf_bench (transformers' continuous batching on the same workload).
+#
+# If the budget runs out, a second call within 30 s (the machine is still warm and keeps the
+# ignored build-gpu/ and /tmp/nanovllm-models) can run the rest, e.g. with
+# GPU_CHECK_SKIP="gpu_tests unit_tests cpu_vs_cuda hf_compare ..." (the build is then a no-op).
+#
+# Env: OUT (default ./gpu-check-out), GPU_BUNDLE (default ./.gpu-bundle), BUILD_DIR (default
+# ./build-gpu), CUDA_ARCH (90), JOBS (nproc), GPU_CHECK_BUDGET (seconds, default 560),
+# GPU_CHECK_SKIP (space-separated step names to skip). Exit 1 if any step failed.
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${OUT:-$ROOT/gpu-check-out}"
+BUNDLE="${GPU_BUNDLE:-$ROOT/.gpu-bundle}"
 BUILD="${BUILD_DIR:-$ROOT/build-gpu}"
 ARCH="${CUDA_ARCH:-90}"
 JOBS="${JOBS:-$(nproc)}"
-MODEL="${1:-${NANOVLLM_MODEL:-}}"
+BUDGET="${GPU_CHECK_BUDGET:-560}"
+SKIP_STEPS=" ${GPU_CHECK_SKIP:-} "
+START=$(date +%s)
 mkdir -p "$OUT"
-# Per-step logs go to LOGDIR and are concatenated into $OUT/gpu-check.log at the end: the device
-# tool brings back at most 8 files.
-LOGDIR="${TMPDIR:-/tmp}/gpu-check-logs"
-rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
-SUMMARY=()
+LOGDIR="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXX")"
+STEPS="$LOGDIR/steps.tsv"
+: >"$STEPS"
+MODELS="${MODELS_DIR:-/tmp/nanovllm-models}"
+BIG="$MODELS/qwen3-0.6b-bf16"
+SMALL="$MODELS/qwen3-small-bf16"
+STORIES="$BUNDLE/models/stories260K-hf"
+NV="$BUILD/nanovllm"
+[ -d /usr/local/cuda/bin ] && export PATH="$PATH:/usr/local/cuda/bin"
+PY="$(command -v python3)"
+# The image's CMake / ctest may be pip packages beside python3.
+CTEST="$(command -v ctest || echo "$(dirname "$PY")/ctest")"
+export ROOT BUNDLE BUILD MODELS BIG SMALL NV LOGDIR PYTHONUNBUFFERED=1
 FAILED=0
 
-# step NAME COMMAND...: runs COMMAND with output to $LOGDIR/NAME.log, records status and time.
+elapsed() { echo $(($(date +%s) - START)); }
+
+# Rewrites $OUT/summary.{txt,json} and $OUT/gpu-check.log (after every step, so that a call
+# killed at its limit still brings back everything done so far).
+publish() {
+  "$PY" "$ROOT/tests/gpu/gpu_summary.py" --steps "$STEPS" --logdir "$LOGDIR" --model "$BIG" \
+    --out "$OUT" >/dev/null 2>"$LOGDIR/summary.err" || cp "$STEPS" "$OUT/summary.txt"
+  cut -f1 "$STEPS" | while read -r n; do cat "$LOGDIR/$n.log" 2>/dev/null; done >"$OUT/gpu-check.log"
+}
+
+record() {  # record NAME STATUS SECONDS NOTE
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$STEPS"
+  publish
+}
+
+# step NAME CAP_SECONDS COMMAND...: runs COMMAND (from the repo root) with at most CAP seconds
+# and what is left of the budget; output to $LOGDIR/NAME.log. Exit 77 = SKIP, 124 = TIMEOUT.
 step() {
-  local name="$1"; shift
-  local log="$LOGDIR/$name.log" t0 t1 rc
+  local name="$1" cap="$2"; shift 2
+  local log="$LOGDIR/$name.log" left limit t0 rc status
+  if [[ "$SKIP_STEPS" == *" $name "* ]]; then record "$name" SKIP 0 "GPU_CHECK_SKIP"; return; fi
+  left=$((BUDGET - $(elapsed)))
+  if ((left < 15)); then record "$name" SKIP 0 "time budget spent"; return; fi
+  limit=$((cap < left - 5 ? cap : left - 5))
   t0=$(date +%s)
-  echo "=== $name: $*" | tee "$log"
-  ( cd "$ROOT" && "$@" ) >>"$log" 2>&1
+  echo "=== [$(elapsed)s] $name (limit ${limit}s): $*" | tee "$log"
+  (cd "$ROOT" && timeout -k 5 "$limit" "$@") >>"$log" 2>&1
   rc=$?
-  t1=$(date +%s)
-  if [ $rc -eq 0 ]; then status=PASS; elif [ $rc -eq 77 ]; then status=SKIP; else status="FAIL($rc)"; FAILED=1; fi
-  SUMMARY+=("$(printf '%-14s %-10s %6ss  %s' "$name" "$status" "$((t1 - t0))" "$log")")
-  echo "=== $name: $status" | tee -a "$log"
-  tail -n 5 "$log"
+  case $rc in
+    0) status=PASS ;;
+    77) status=SKIP ;;
+    124|137) status=TIMEOUT; FAILED=1 ;;
+    *) status="FAIL($rc)"; FAILED=1 ;;
+  esac
+  local note
+  note="$(grep -v '^[[:space:]]*$' "$log" | tail -n 1 | cut -c1-200)"
+  echo "=== $name: $status ($(($(date +%s) - t0)) s)" | tee -a "$log"
+  tail -n 4 "$log" | sed 's/^/    /'
+  record "$name" "$status" "$(($(date +%s) - t0))" "$note"
 }
 
-skip() {  # skip NAME REASON
-  SUMMARY+=("$(printf '%-14s %-10s %6ss  %s' "$1" "SKIP" 0 "$2")")
+need() {  # need NAME PATH...: records SKIP for NAME and returns 1 if a path is missing
+  local name="$1"; shift
+  for p in "$@"; do
+    [ -e "$p" ] || { record "$name" SKIP 0 "missing $p"; return 1; }
+  done
 }
 
-step env bash -c 'uname -a; cmake --version; nvcc --version; nvidia-smi'
-# Until the top level has `add_subdirectory(tests/gpu)`, this hook (run at the end of the top
-# level's configure) adds the GPU tests itself; it does nothing once the target exists.
-HOOK="${TMPDIR:-/tmp}/nanovllm_gpu_tests_hook.cmake"
-cat >"$HOOK" <<'HOOK_EOF'
-cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _nv_gpu_tests_hook)
-macro(_nv_gpu_tests_hook)
-  if(NANOVLLM_CUDA AND NOT TARGET gpu_tests)
-    include(${CMAKE_SOURCE_DIR}/tests/gpu/CMakeLists.txt)
-  endif()
-endmacro()
-HOOK_EOF
-step configure cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DNANOVLLM_CUDA=ON -DNANOVLLM_GPU_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-  -DCMAKE_PROJECT_INCLUDE="$HOOK"
-# -k 0: keep building the other targets when one fails, so gpu_tests still gets built.
-step build cmake --build "$BUILD" -j "$JOBS" -- -k 0
-if [ -x "$BUILD/gpu_tests" ] || [ -x "$BUILD/tests/gpu/gpu_tests" ]; then
-  GT="$BUILD/gpu_tests"; [ -x "$GT" ] || GT="$BUILD/tests/gpu/gpu_tests"
-  step gpu_tests "$GT"
-else
-  skip gpu_tests "gpu_tests was not built (is tests/gpu added to the top-level CMakeLists.txt?)"
-fi
-step unit_tests ctest --test-dir "$BUILD" -L unit --output-on-failure -j 4
+step env 30 bash -c 'uname -a; nvidia-smi; nvcc --version | tail -1; cmake --version | head -1
+  c++ --version | head -1; ldd --version | head -1
+  python3 -c "import torch, transformers, numpy; print(\"torch\", torch.__version__, \"transformers\",
+    transformers.__version__, \"numpy\", numpy.__version__, torch.cuda.get_device_name(0))"
+  git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo "commit: unknown (no .git on this machine)"
+  cat "$BUNDLE/MANIFEST.txt"'
 
-NV="$BUILD/nanovllm"
-if [ ! -x "$NV" ]; then
-  skip e2e "nanovllm CLI not built"
-else
-  MODELS="${MODELS_DIR:-/tmp/nanovllm-models}"
-  SMALL="$MODELS/qwen3-small-bf16"
-  [ -f "$SMALL/config.json" ] || "$NV" make-model --arch qwen3 --preset small --dtype bf16 --seed 0 --out "$SMALL" >/dev/null
-  # CPU and CUDA backends: the same greedy tokens (32) on a random Qwen3 small model.
-  step cpu_vs_cuda bash -c "set -e; for d in cpu cuda; do \"$NV\" generate --device \$d --model \"$SMALL\" \
-      --prompt-ids 11,22,33,44,55 --max-tokens 32 --temperature 0 --ignore-eos --json > $LOGDIR/gen_\$d.json; done; \
-      python3 -c \"import json; a,b=[json.load(open('$LOGDIR/gen_'+d+'.json'))['outputs'][0]['token_ids'] for d in ('cpu','cuda')]; \
-      print('cpu ',a); print('cuda',b); assert a==b\""
-  # transformers on the same GPU and weights: logits rel err <= 2e-2, first 32 greedy tokens equal.
-  step hf_compare python3 "$ROOT/tests/gpu/hf_compare.py" "$NV" "$SMALL"
-  # Eager vs default (CUDA graphs, where the runner uses them): identical outputs.
-  step eager_vs_graph bash -c "set -e; \"$NV\" generate --device cuda --model \"$SMALL\" --prompt-ids 1,2,3 --max-tokens 32 \
-      --temperature 0 --ignore-eos --json > $LOGDIR/g1.json; \"$NV\" generate --device cuda --enforce-eager --model \"$SMALL\" \
-      --prompt-ids 1,2,3 --max-tokens 32 --temperature 0 --ignore-eos --json > $LOGDIR/g2.json; \
-      python3 -c \"import json; a,b=[json.load(open('$LOGDIR/'+f))['outputs'][0]['token_ids'] for f in ('g1.json','g2.json')]; assert a==b\""
-  # The exact bench.py workload on a Qwen3-0.6B-shaped bf16 model.
-  BIG="${MODEL:-$MODELS/qwen3-0.6b-bf16}"
-  [ -f "$BIG/config.json" ] || "$NV" make-model --arch qwen3 --preset qwen3-0.6b --dtype bf16 --seed 0 --out "$BIG" >/dev/null
-  step bench "$NV" bench --device cuda --model "$BIG" --json --no-progress
-fi
+step build 330 bash scripts/gpu-build.sh --bundle "$BUNDLE" --build "$BUILD" --arch "$ARCH" \
+  --jobs "$JOBS" --keep-going
 
+GT="$BUILD/tests/gpu/gpu_tests"
+need gpu_tests "$GT" && step gpu_tests 180 "$GT"
+need unit_tests "$BUILD/CTestTestfile.cmake" &&
+  step unit_tests 180 "$CTEST" --test-dir "$BUILD" -L unit -j "$JOBS" --timeout 150 --output-on-failure
+
+need models "$NV" && step models 150 bash -c 'set -e; mkdir -p "$MODELS"
+  [ -f "$BIG/config.json" ] ||
+    "$NV" make-model --arch qwen3 --preset qwen3-0.6b --dtype bf16 --seed 0 --out "$BIG"
+  [ -f "$SMALL/config.json" ] ||
+    "$NV" make-model --arch qwen3 --preset small --dtype bf16 --seed 0 --out "$SMALL"
+  du -sh "$BIG" "$SMALL" | tr "\n" " "; echo'
+# stories260K (Llama, head_dim 8, real weights) and its Qwen2 twin come from the bundle.
+CMP_MODELS=("$SMALL" "$BIG")
+for m in "$STORIES" "$BUNDLE/models/stories260K-qwen2-hf"; do
+  [ -f "$m/config.json" ] && CMP_MODELS=("$m" "${CMP_MODELS[@]}")
+done
+T="$ROOT/tests/gpu"
+need cpu_vs_cuda "$NV" "$BIG/config.json" &&
+  step cpu_vs_cuda 180 "$PY" "$T/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/cpu_vs_cuda.json" "${CMP_MODELS[@]}"
+HF_MODELS=("$BIG")
+for m in "$BUNDLE/models/stories260K-hf-bf16" "$STORIES"; do
+  [ -f "$m/config.json" ] && HF_MODELS=("$m" "${HF_MODELS[@]}")
+done
+need hf_compare "$NV" "$BIG/config.json" &&
+  step hf_compare 180 "$PY" "$T/hf_compare.py" "$NV" --json-out "$LOGDIR/hf_compare.json" "${HF_MODELS[@]}"
+need eager_vs_graph "$NV" "$BIG/config.json" &&
+  step eager_vs_graph 120 "$PY" "$T/eager_vs_graph.py" "$NV" --json-out "$LOGDIR/eager_vs_graph.json" "$BIG"
+need engine_e2e_cuda "$BUILD/tests/test_engine_e2e" &&
+  step engine_e2e_cuda 120 env NANOVLLM_TEST_DEVICE=cuda "$BUILD/tests/test_engine_e2e"
+
+need attention_bench "$BUILD/bench/bench_gpu_decode_attention" && step attention_bench 120 \
+  bash -c '"$BUILD/bench/bench_gpu_decode_attention" --json >"$LOGDIR/attention_bench.json"'
+need gemm_bench "$BUILD/bench/bench_gpu_gemm" && step gemm_bench 90 \
+  bash -c '"$BUILD/bench/bench_gpu_gemm" --json >"$LOGDIR/gemm_bench.json"'
+need decode_step "$NV" "$BIG/config.json" &&
+  step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
+need bench "$NV" "$BIG/config.json" && step bench 200 \
+  bash -c '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench.json"'
+# transformers gets what is left: it stops itself 20 s before the budget ends (after its own
+# model load and warm-up), and reports the requests finished by then.
+need hf_bench "$BIG/config.json" &&
+  step hf_bench 400 "$PY" "$T/hf_bench.py" "$BIG" --json-out "$LOGDIR/hf_bench.json" \
+    --stop-at "$((START + BUDGET - 20))"
+
+publish
 echo
-echo "================ gpu-check summary ($(date -u +%FT%TZ)) ================"
-printf '%-14s %-10s %7s  %s\n' STEP STATUS TIME LOG
-for line in "${SUMMARY[@]}"; do echo "$line"; done | tee "$OUT/summary.txt"
-cat "$LOGDIR"/*.log > "$OUT/gpu-check.log" 2>/dev/null
+cat "$OUT/summary.txt"
+cat "$LOGDIR/summary.err" 2>/dev/null
+echo "total $(elapsed) s; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
 exit $FAILED

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/batch_contract.h"
 #include "loader/finite_check.h"
 #include "loader/safetensors.h"
 
@@ -93,6 +94,7 @@ void ModelRunner::warmup() {
   }
   hb.num_tokens = nseq * len;
   hb.max_seqlen_q = hb.max_seqlen_k = len;
+  validate_batch(hb, BatchLimits{mc_.vocab_size, len, nblocks, bs});
   BatchTensors bt = backend_->upload_batch(hb);
   model_->forward(bt, scratch);
   backend_->synchronize();
@@ -136,6 +138,11 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
 }
 
 Tensor ModelRunner::run(const HostBatch& hb) {
+  // Every value of the batch is checked here, on the host where it was made, before either
+  // executor (eager upload or graph staging) takes it to the device: kernels cannot report a
+  // bad index, and the CPU and CUDA kernels must never see different inputs.
+  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.max_model_len, kv_.num_blocks,
+                                 kv_.block_size});
   // Graph replays output hidden states only; the LM head runs eagerly after (graph pool small).
   // Nothing here waits for the GPU: the logits stay on the device for Backend::sample.
   Tensor hidden = executor_->run(hb);

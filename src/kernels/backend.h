@@ -28,13 +28,16 @@ struct BatchTensors {
   Tensor logits_indices;  // [S]   rows of T whose logits are computed (S <= B usually)
   int num_seqs = 0;
   int num_tokens = 0;
+  // Launch-size hints (CUDA grids, decode split-K): >= every seqlen_q / context_lens[b]. An
+  // understated value costs speed, never rows or keys.
   int max_seqlen_q = 0;
   int max_seqlen_k = 0;
   int block_size = 0;
   bool decode_only = false;  // every sequence has exactly one query token
 };
 
-// Host-side copy of the same (what ModelRunner fills; CPU backend uses it directly).
+// Host-side copy of the same (what ModelRunner fills; CPU backend uses it directly). Its
+// values are checked by validate_batch (kernels/batch_contract.h) before it goes to a device.
 struct HostBatch {
   std::vector<int32_t> input_ids, positions, slot_mapping, cu_seqlens_q, context_lens,
       block_tables, logits_indices;
@@ -53,11 +56,18 @@ struct AttentionParams {
 // A model's hidden-state forward for one step: enqueues it and returns hidden [S, H].
 using StepForward = std::function<Tensor(const BatchTensors&)>;
 
+// The ops are public non-virtual fronts (defined in kernels/op_contract.cc): each checks the
+// op's contract (devices, dtypes, shapes, parameter ranges; the same checks and messages on
+// every backend, see kernels/README.md) and then calls the backend's protected *_impl. Values
+// inside device tensors (positions, slots, block tables) are not read by the checks: the engine
+// validates them on the host (validate_batch, kernels/batch_contract.h) and the kernels treat
+// any that still get through the same documented way on every backend.
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
+  // The activation dtype the model runs in. Every op also accepts F32 activations.
   virtual DType act_dtype() const = 0;
 
   // --- memory ---------------------------------------------------------------------------
@@ -66,8 +76,9 @@ class Backend {
   virtual Tensor to_device(const Tensor& host) = 0;
   // Copies a device tensor into a new host tensor.
   virtual Tensor to_host(const Tensor& t) = 0;
-  // Makes BatchTensors from a HostBatch (CPU: wraps the host vectors, which must outlive it).
-  virtual BatchTensors upload_batch(const HostBatch& hb) = 0;
+  // Makes BatchTensors from a HostBatch after checking its layout (check_batch_layout: array
+  // sizes; not the values). CPU: wraps the host vectors, which must outlive it.
+  BatchTensors upload_batch(const HostBatch& hb);
   virtual void synchronize() {}
   // Bytes the KV cache may take, measured after a warm-up forward at the largest batch (CUDA:
   // total * utilization - used - peak + current, nano-vLLM's formula); -1 where the engine
@@ -82,42 +93,65 @@ class Backend {
   }
 
   // --- ops --------------------------------------------------------------------------------
+  // "act" = act_dtype() or F32; "float" = F32, BF16 or F16. T may be 0 (every op is a no-op).
   // out[t, :] = table[ids[t] - vocab_start, :], zeros when outside [vocab_start, +rows).
-  // table [V_shard, H], out [T, H] act dtype.
-  virtual void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                         Tensor& out) = 0;
-  // out = x / rms(x) * w. x, out [T, H]; w [H].
-  virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
-  // Fused residual: residual += x; x = rms_norm(residual) * w. x, residual [T, H].
-  virtual void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
-  // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]). out may be F32 or act dtype.
-  virtual void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
-  // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I].
-  virtual void silu_and_mul(const Tensor& gate_up, Tensor& out) = 0;
-  // In place on qkv [T, (Hq + 2 Hkv) * D]: optional per-head RMSNorm of q and k (Qwen3; weights
-  // [D], null to skip), then rotate-half (NeoX) RoPE of q and k at `positions`, using
-  // cos_sin [max_pos, D] (first D/2 columns cos, last D/2 sin, F32).
-  virtual void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
-                            const Tensor* k_norm, float eps, const Tensor& cos_sin,
-                            const AttentionParams& p) = 0;
-  // Stores k and v of qkv into the paged cache at slot_mapping (-1 skipped).
-  // k_cache, v_cache [num_blocks * block_size, Hkv, D].
-  virtual void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
-                        Tensor& v_cache, const AttentionParams& p) = 0;
+  // ids I32 [T], table [V_shard, H] float, out [T, H] act.
+  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out);
+  // out = x / rms(x) * w. x, out [T, H] act (same shape and dtype); w [H] float.
+  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out);
+  // Fused residual: residual += x; x = rms_norm(residual) * w. x, residual [T, H] act.
+  void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps);
+  // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]). x act; w, bias float; out act.
+  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out);
+  // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I] act, out same dtype.
+  void silu_and_mul(const Tensor& gate_up, Tensor& out);
+  // In place on qkv [T, (Hq + 2 Hkv) * D] act: optional per-head RMSNorm of q and k (Qwen3;
+  // weights [D] float of one dtype, null to skip), then rotate-half (NeoX) RoPE of q and k at
+  // positions I32 [T], using cos_sin F32 [max_pos, D] (first D/2 columns cos, last D/2 sin).
+  // A position outside [0, max_pos) leaves that token's q/k normed but not rotated.
+  void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                    const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                    const AttentionParams& p);
+  // Stores k and v of qkv into the paged cache at slot_mapping I32 [T]; slots outside
+  // [0, num_slots) (-1: padding) are not stored. k_cache, v_cache [num_slots, Hkv, D], qkv's dtype.
+  void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
+                const AttentionParams& p);
   // Causal attention of the step's queries (q part of qkv) over each sequence's paged context
   // (keys 0 .. context_lens[b]-1; query i of sequence b sits at key position
   // context_lens[b] - seqlen_q(b) + i). Covers prefill, prefix-cached prefill, chunked prefill
-  // and decode. out [T, Hq * D] act dtype.
-  virtual void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
-                         const BatchTensors& batch, const AttentionParams& p, Tensor& out) = 0;
-  // out[i, :] = x[idx[i], :]. x [T, H], idx [S], out [S, H].
-  virtual void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
-  // a += b (elementwise, same shape). Used for tensor-parallel partial sums on one device.
-  virtual void add_inplace(Tensor& a, const Tensor& b) = 0;
+  // and decode. out [T, Hq * D], qkv's dtype. Keys whose block-table entry is missing (< 0,
+  // >= num_blocks, or past the table's width) are masked; a query that sees no key gets zeros.
+  void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                 const BatchTensors& batch, const AttentionParams& p, Tensor& out);
+  // out[i, :] = x[idx[i], :], zeros where idx[i] is outside [0, rows). x [T, ...], idx I32 [S],
+  // out [S, ...] (x's dtype, any dtype).
+  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out);
+  // a += b (elementwise, same shape and act dtype). Tensor-parallel partial sums on one device.
+  void add_inplace(Tensor& a, const Tensor& b);
   // One token per row of logits [S, V] (F32 on this backend's device) with batch.rows[r] as
   // row r's parameters; the definition is in kernels/sampling.h. Only the S tokens and the
   // requested logprobs come back to the host. Throws on bad input (validate_sampling_batch).
   virtual SampleResult sample(const Tensor& logits, const SamplingBatch& batch) = 0;
+
+ protected:
+  // The implementations, called only after the contract checks passed.
+  virtual BatchTensors upload_batch_impl(const HostBatch& hb) = 0;
+  virtual void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                              Tensor& out) = 0;
+  virtual void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
+  virtual void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
+  virtual void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  virtual void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) = 0;
+  virtual void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                                 const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                                 const AttentionParams& p) = 0;
+  virtual void store_kv_impl(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
+                             Tensor& v_cache, const AttentionParams& p) = 0;
+  virtual void attention_impl(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                              const BatchTensors& batch, const AttentionParams& p,
+                              Tensor& out) = 0;
+  virtual void gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
+  virtual void add_inplace_impl(Tensor& a, const Tensor& b) = 0;
 };
 
 // Creates the CPU backend (num_threads <= 0: all cores).

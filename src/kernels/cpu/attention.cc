@@ -16,15 +16,13 @@ void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Te
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads;
   const int64_t row = int64_t(Hq + 2 * Hkv) * D, T = slot_mapping.numel();
   const int64_t kvw = int64_t(Hkv) * D, num_slots = k_cache.size(0);
-  NV_CHECK(k_cache.dtype() == DType::F32, "cpu KV cache must be F32, got ", k_cache.str());
   const float* src = qkv.data<float>();
   const int32_t* slots = slot_mapping.data<int32_t>();
   float* kc = k_cache.data<float>();
   float* vc = v_cache.data<float>();
   for (int64_t t = 0; t < T; ++t) {
-    int64_t s = slots[t];
-    if (s < 0) continue;
-    NV_CHECK_LT(s, num_slots, "slot out of the KV cache");
+    const int64_t s = slots[t];
+    if (s < 0 || s >= num_slots) continue;  // -1 = padding; out of range: the defensive rule
     std::memcpy(kc + s * kvw, src + t * row + int64_t(Hq) * D, size_t(kvw) * 4);
     std::memcpy(vc + s * kvw, src + t * row + int64_t(Hq + Hkv) * D, size_t(kvw) * 4);
   }
@@ -32,16 +30,22 @@ void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Te
 
 // One work item = (sequence, kv head, tile of up to 16 query rows). The queries of all q heads
 // sharing the kv head are processed together so each K/V row is read once per tile (GQA).
+//
+// Values that validate_batch would reject get the contract's defensive rules (kernels/README.md),
+// the same as on CUDA: a sequence's query rows are [cu[b], cu[b+1]) clipped to [0, T); a key whose
+// block is missing (entry < 0 or >= num_blocks, or past the table's width) is masked; a query that
+// sees no key (context_lens[b] < seqlen_q) gets zeros. Such sequences take the per-key loop.
 void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
                      const BatchTensors& batch, const AttentionParams& p, Tensor& out,
                      ThreadPool& pool) {
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads, G = Hq / Hkv;
   const int64_t row = int64_t(Hq + 2 * Hkv) * D, kvw = int64_t(Hkv) * D;
   const int B = batch.num_seqs, bs = batch.block_size;
+  const int64_t T = qkv.size(0), num_blocks = k_cache.size(0) / bs;
   const int32_t* cu = batch.cu_seqlens_q.data<int32_t>();
   const int32_t* ctx = batch.context_lens.data<int32_t>();
   const int32_t* bt = batch.block_tables.data<int32_t>();
-  const int64_t bt_stride = batch.block_tables.ndim() == 2 ? batch.block_tables.size(1) : 0;
+  const int64_t bt_stride = B ? batch.block_tables.size(1) : 0;
   const float* q = qkv.data<float>();
   const float* kc = k_cache.data<float>();
   const float* vc = v_cache.data<float>();
@@ -49,14 +53,31 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
   constexpr int kTile = 16;
   constexpr int kMinTileRows = 8;
 
-  struct Item { int b, h, q0, q1; };
+  // Slot of key j through a sequence's table, or -1 when its block is missing.
+  auto key_slot = [&](const int32_t* table, int64_t j) -> int64_t {
+    const int64_t bi = j / bs;
+    if (bi >= bt_stride) return -1;
+    const int64_t blk = table[bi];
+    return blk >= 0 && blk < num_blocks ? blk * bs + j % bs : -1;
+  };
+
+  struct Item {
+    int b, h, q0, q1;
+    bool fast;  // every query sees a key and every key's block is present: AVX-512 kernels
+  };
   std::vector<Item> items;
   for (int b = 0; b < B; ++b) {
-    int nq = cu[b + 1] - cu[b];
-    NV_CHECK(nq >= 0 && nq <= ctx[b], "sequence ", b, ": ", nq, " queries but context ", ctx[b]);
-    NV_CHECK_LE(int64_t(ctx[b] + bs - 1) / bs, bt_stride, "block table too narrow");
+    const int64_t start = cu[b], nq = int64_t(cu[b + 1]) - start;
+    const int64_t qlo = std::max<int64_t>(0, -start), qhi = std::min<int64_t>(nq, T - start);
+    if (qlo >= qhi) continue;
+    const int64_t first_pos = int64_t(ctx[b]) - nq;  // key position of query 0
+    const int64_t last_key = first_pos + qhi - 1;
+    const int32_t* table = bt + int64_t(b) * bt_stride;
+    bool fast = first_pos + qlo >= 0;
+    for (int64_t j = 0; fast && j <= last_key; j += bs) fast = key_slot(table, j) >= 0;
     for (int h = 0; h < Hkv; ++h)
-      for (int q0 = 0; q0 < nq; q0 += kTile) items.push_back({b, h, q0, std::min(nq, q0 + kTile)});
+      for (int64_t q0 = qlo; q0 < qhi; q0 += kTile)
+        items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast});
   }
 
   pool.parallel_for(int64_t(items.size()), [&](int64_t a, int64_t e) {
@@ -64,24 +85,25 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
     std::vector<float> acc(size_t(kTile * G * D)), m(size_t(kTile * G)), l(size_t(kTile * G));
     for (int64_t it = a; it < e; ++it) {
       const Item& w = items[size_t(it)];
-      const int nq_total = cu[w.b + 1] - cu[w.b];
-      const int first_pos = ctx[w.b] - nq_total;  // key position of query 0
+      const int64_t nq_total = int64_t(cu[w.b + 1]) - cu[w.b];
+      const int64_t first_pos = int64_t(ctx[w.b]) - nq_total;
       const int rows = (w.q1 - w.q0) * G;
+      const int32_t* table = bt + int64_t(w.b) * bt_stride;
       // AVX-512: many query rows (prefill) take the lane-parallel tile kernel, few rows (decode)
-      // the two-pass kernel. Other ISAs, or D % 16 != 0: the per-key loop below.
-      {
-        AttentionTile t{q, row, kc, vc, kvw, bt + int64_t(w.b) * bt_stride, bs, o,
-                        int64_t(Hq) * D, D, G, w.h, int64_t(cu[w.b]), first_pos, w.q0, w.q1,
-                        p.scale};
+      // the two-pass kernel. Other ISAs, D % 16 != 0 or defensive cases: the per-key loop below.
+      if (w.fast) {
+        AttentionTile t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
+                        int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale};
         if (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)) continue;
       }
       std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
       std::fill(m.begin(), m.begin() + rows, -std::numeric_limits<float>::infinity());
       std::fill(l.begin(), l.begin() + rows, 0.f);
-      const int last_key = first_pos + w.q1 - 1;  // the tile's last query sees keys [0, last_key]
-      const int32_t* table = bt + int64_t(w.b) * bt_stride;
-      for (int j = 0; j <= last_key; ++j) {
-        const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
+      // The tile's last query sees keys [0, last_key]; none exist past the table's width.
+      const int64_t last_key = std::min(first_pos + w.q1 - 1, bt_stride * bs - 1);
+      for (int64_t j = 0; j <= last_key; ++j) {
+        const int64_t slot = key_slot(table, j);
+        if (slot < 0) continue;  // missing block: masked
         const float* kr = kc + slot * kvw + int64_t(w.h) * D;
         const float* vr = vc + slot * kvw + int64_t(w.h) * D;
         for (int qi = w.q0; qi < w.q1; ++qi) {
@@ -108,7 +130,7 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
         const int64_t tok = cu[w.b] + qi;
         for (int g = 0; g < G; ++g) {
           const int r = (qi - w.q0) * G + g;
-          float inv = 1.f / l[size_t(r)];
+          const float inv = l[size_t(r)] > 0.f ? 1.f / l[size_t(r)] : 0.f;  // no key: zeros
           float* dst = o + tok * int64_t(Hq) * D + int64_t(w.h * G + g) * D;
           const float* ar = acc.data() + int64_t(r) * D;
           for (int d = 0; d < D; ++d) dst[d] = ar[d] * inv;

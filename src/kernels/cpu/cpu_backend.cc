@@ -27,11 +27,17 @@ class CpuBackend final : public Backend {
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }
-  BatchTensors upload_batch(const HostBatch& hb) override {
+  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
+    return cpu::sample(logits, batch, pool_);
+  }
+
+ protected:
+  // The contract checks ran in Backend's fronts (kernels/op_contract.cc).
+  BatchTensors upload_batch_impl(const HostBatch& hb) override {
     BatchTensors b;
     b.input_ids = wrap_i32(hb.input_ids, {hb.num_tokens});
     b.positions = wrap_i32(hb.positions, {hb.num_tokens});
-    b.slot_mapping = wrap_i32(hb.slot_mapping, {int64_t(hb.slot_mapping.size())});
+    b.slot_mapping = wrap_i32(hb.slot_mapping, {hb.num_tokens});
     b.cu_seqlens_q = wrap_i32(hb.cu_seqlens_q, {hb.num_seqs + 1});
     b.context_lens = wrap_i32(hb.context_lens, {hb.num_seqs});
     b.block_tables = wrap_i32(hb.block_tables, {hb.num_seqs, hb.block_table_stride});
@@ -45,41 +51,39 @@ class CpuBackend final : public Backend {
     return b;
   }
 
-  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override {
+  void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                      Tensor& out) override {
     cpu::embedding(ids, table, vocab_start, out, pool_);
   }
-  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
+  void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
     cpu::rms_norm(x, w, eps, out, pool_);
   }
-  void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) override {
+  void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) override {
     cpu::add_rms_norm(x, residual, w, eps, pool_);
   }
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
+  void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
     cpu::linear(x, w, bias, out, pool_);
   }
-  void silu_and_mul(const Tensor& gate_up, Tensor& out) override {
+  void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) override {
     cpu::silu_and_mul(gate_up, out, pool_);
   }
-  void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
-                    const Tensor* k_norm, float eps, const Tensor& cos_sin,
-                    const AttentionParams& p) override {
+  void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                         const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                         const AttentionParams& p) override {
     cpu::qk_norm_rope(qkv, positions, q_norm, k_norm, eps, cos_sin, p, pool_);
   }
-  void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-                const AttentionParams& p) override {
+  void store_kv_impl(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
+                     Tensor& v_cache, const AttentionParams& p) override {
     cpu::store_kv(qkv, slot_mapping, k_cache, v_cache, p);
   }
-  void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
-                 const BatchTensors& batch, const AttentionParams& p, Tensor& out) override {
+  void attention_impl(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                      const BatchTensors& batch, const AttentionParams& p, Tensor& out) override {
     cpu::paged_attention(qkv, k_cache, v_cache, batch, p, out, pool_);
   }
-  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override {
+  void gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& out) override {
     cpu::gather_rows(x, idx, out);
   }
-  void add_inplace(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
-  SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
-    return cpu::sample(logits, batch, pool_);
-  }
+  void add_inplace_impl(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
 
  private:
   ThreadPool pool_;

@@ -29,27 +29,12 @@ class CudaBackend : public Backend {
   Tensor empty(const Shape& shape, DType dtype) override;
   Tensor to_device(const Tensor& host) override;
   Tensor to_host(const Tensor& t) override;
-  BatchTensors upload_batch(const HostBatch& hb) override;
   void synchronize() override;
   int64_t kv_cache_budget_bytes(double gpu_memory_utilization) override;
   // GraphStepExecutor (graph_executor.h): captures `forward` per decode bucket now.
   std::unique_ptr<StepExecutor> make_graph_executor(const StepForward& forward,
                                                     const StepExecutorOptions& options) override;
 
-  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out) override;
-  void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
-  void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) override;
-  void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
-  void silu_and_mul(const Tensor& gate_up, Tensor& out) override;
-  void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
-                    const Tensor* k_norm, float eps, const Tensor& cos_sin,
-                    const AttentionParams& p) override;
-  void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-                const AttentionParams& p) override;
-  void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
-                 const BatchTensors& batch, const AttentionParams& p, Tensor& out) override;
-  void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) override;
-  void add_inplace(Tensor& a, const Tensor& b) override;
   // One launch (sampler.cu); the rows, edits and masks go up in one copy, the tokens and
   // logprobs come back in one copy (sampling_op.cc).
   SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override;
@@ -74,6 +59,25 @@ class CudaBackend : public Backend {
     int64_t total = 0, free = 0, peak = 0, current = 0;
   };
   MemoryInfo memory_info();
+
+ protected:
+  // Contract checks ran in Backend's fronts (kernels/op_contract.cc).
+  BatchTensors upload_batch_impl(const HostBatch& hb) override;
+  void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
+                      Tensor& out) override;
+  void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
+  void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) override;
+  void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
+  void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) override;
+  void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
+                         const Tensor* k_norm, float eps, const Tensor& cos_sin,
+                         const AttentionParams& p) override;
+  void store_kv_impl(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
+                     Tensor& v_cache, const AttentionParams& p) override;
+  void attention_impl(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                      const BatchTensors& batch, const AttentionParams& p, Tensor& out) override;
+  void gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& out) override;
+  void add_inplace_impl(Tensor& a, const Tensor& b) override;
 
  private:
   void* pinned(size_t bytes);  // the staging buffer, after the previous upload finished

@@ -43,7 +43,13 @@ void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int6
 void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T, int64_t N,
                      cudaStream_t s);
 
-// Paged attention (see attention_prefill.cu / attention_decode.cu for the algorithms).
+// Paged attention (see attention_prefill.cu / attention_decode.cu for the algorithms). Any
+// head_dim in [1, 256] and any Hq / Hkv ratio; 64 and 128 have vectorized instantiations
+// (used when the caches / qkv are 16-byte aligned), other sizes a generic one.
+// Values past the contract (kernels/README.md) are handled as on the CPU: a sequence's query
+// rows are [cu_seqlens_q[b], cu_seqlens_q[b+1]) clipped to [0, num_tokens); keys whose block is
+// missing (entry < 0, slot >= num_slots, block index >= table_stride) are masked; a query that
+// sees no key gets zeros.
 struct AttentionArgs {
   const void* qkv = nullptr;      // [T, (Hq + 2 Hkv) * D], q is the first Hq * D columns
   const void* k_cache = nullptr;  // [num_slots, Hkv, D]
@@ -52,18 +58,21 @@ struct AttentionArgs {
   const int32_t* cu_seqlens_q = nullptr;  // [B + 1]
   const int32_t* context_lens = nullptr;  // [B]
   const int32_t* block_tables = nullptr;  // [B, table_stride]
-  int num_seqs = 0, max_seqlen_q = 0, max_seqlen_k = 0, block_size = 0, table_stride = 0;
+  int num_seqs = 0, num_tokens = 0, max_seqlen_q = 0, max_seqlen_k = 0, block_size = 0,
+      table_stride = 0;
   int Hq = 0, Hkv = 0, D = 0;
   int64_t num_slots = 0;  // num_blocks * block_size (bounds check of block table entries)
   float scale = 1.f;
   DType act = DType::BF16;
 };
 void launch_attention_prefill(const AttentionArgs& a, cudaStream_t s);
-// Tensor-core (WMMA bf16) variant of the same; bf16 activations, head_dim 64 / 128 only.
+// Tensor-core (WMMA bf16) variant of the same: bf16 activations, head_dim 64 / 128, 16-byte
+// aligned tensors; attention_prefill_tc_supported() says when, the caller falls back otherwise.
 bool attention_prefill_tc_supported(const AttentionArgs& a);
 void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s);
-// Split-K decode: one query per sequence. `partials` is scratch of
-// decode_partials_floats(a, num_sms) floats (may be null when that is 0).
+// Split-K decode: one query per sequence (its last, cu_seqlens_q[b + 1] - 1, at key position
+// context_lens[b] - 1). `partials` is scratch of decode_partials_floats(a, num_sms) floats (may
+// be null when that is 0).
 int64_t decode_partials_floats(const AttentionArgs& a, int num_sms);
 void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms, cudaStream_t s);
 

@@ -19,8 +19,8 @@ __global__ void qk_norm_rope_kernel(T* qkv, const int32_t* positions, const W* q
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int heads = Hq + Hkv, half = D / 2;
   const int64_t pos = positions[t];
-  // Out-of-range positions cannot be reported from here; the host checks max_pos against the
-  // batch's max position where it can. Such rows are left un-rotated.
+  // The contract's defensive rule (kernels/README.md), as on the CPU: a position outside the
+  // table leaves the token's q/k normed but not rotated (validate_batch rejects such batches).
   const bool rope_ok = pos >= 0 && pos < max_pos;
   const float* cs = cos_sin + (rope_ok ? pos : 0) * D;
   for (int h = blockIdx.y * kWarps + warp; h < heads; h += gridDim.y * kWarps) {
@@ -58,8 +58,7 @@ __global__ void qk_norm_rope_kernel(T* qkv, const int32_t* positions, const W* q
 void launch_qk_norm_rope(void* qkv, DType act, const int32_t* positions, const void* q_norm,
                          const void* k_norm, DType norm_dt, float eps, const float* cos_sin,
                          int64_t max_pos, int64_t T, int Hq, int Hkv, int D, cudaStream_t s) {
-  if (T == 0) return;
-  NV_CHECK(D % 2 == 0, "RoPE needs an even head_dim, got ", D);
+  if (T == 0) return;  // shapes and an even D: checked by the op contract
   const int heads = Hq + Hkv;
   const dim3 grid(unsigned(T), unsigned((heads + kWarps - 1) / kWarps));
   NV_CUDA_DISPATCH_ACT(act, TA, NV_CUDA_DISPATCH_FLOAT(norm_dt, TW, {

@@ -3,6 +3,7 @@
 // scheduling policies must not change what is generated.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -20,9 +21,17 @@ bool have_stories() { return fs::exists(stories_dir() + "/config.json"); }
 
 const std::string& random_model() { return random_tiny_model(); }
 
+// The CPU backend unless NANOVLLM_TEST_DEVICE says otherwise (scripts/gpu-check.sh runs this
+// binary once more with "cuda"): never "auto", so a unit run on a GPU machine stays on the CPU.
+std::string device_under_test() {
+  const char* d = std::getenv("NANOVLLM_TEST_DEVICE");
+  return d && *d ? d : "cpu";
+}
+
 Config base_config(const std::string& model) {
   Config c;
   c.model = model;
+  c.device = device_under_test();
   c.num_threads = 2;
   c.max_model_len = 512;
   c.kvcache_block_size = 16;

@@ -42,19 +42,19 @@ class FakeBackend final : public Backend {
   NV_FAKE_OP(Tensor empty(const Shape&, DType))
   NV_FAKE_OP(Tensor to_device(const Tensor&))
   NV_FAKE_OP(Tensor to_host(const Tensor&))
-  NV_FAKE_OP(BatchTensors upload_batch(const HostBatch&))
-  NV_FAKE_OP(void embedding(const Tensor&, const Tensor&, int64_t, Tensor&))
-  NV_FAKE_OP(void rms_norm(const Tensor&, const Tensor&, float, Tensor&))
-  NV_FAKE_OP(void add_rms_norm(Tensor&, Tensor&, const Tensor&, float))
-  NV_FAKE_OP(void linear(const Tensor&, const Tensor&, const Tensor*, Tensor&))
-  NV_FAKE_OP(void silu_and_mul(const Tensor&, Tensor&))
-  NV_FAKE_OP(void qk_norm_rope(Tensor&, const Tensor&, const Tensor*, const Tensor*, float,
+  NV_FAKE_OP(BatchTensors upload_batch_impl(const HostBatch&))
+  NV_FAKE_OP(void embedding_impl(const Tensor&, const Tensor&, int64_t, Tensor&))
+  NV_FAKE_OP(void rms_norm_impl(const Tensor&, const Tensor&, float, Tensor&))
+  NV_FAKE_OP(void add_rms_norm_impl(Tensor&, Tensor&, const Tensor&, float))
+  NV_FAKE_OP(void linear_impl(const Tensor&, const Tensor&, const Tensor*, Tensor&))
+  NV_FAKE_OP(void silu_and_mul_impl(const Tensor&, Tensor&))
+  NV_FAKE_OP(void qk_norm_rope_impl(Tensor&, const Tensor&, const Tensor*, const Tensor*, float,
                                const Tensor&, const AttentionParams&))
-  NV_FAKE_OP(void store_kv(const Tensor&, const Tensor&, Tensor&, Tensor&, const AttentionParams&))
-  NV_FAKE_OP(void attention(const Tensor&, const Tensor&, const Tensor&, const BatchTensors&,
+  NV_FAKE_OP(void store_kv_impl(const Tensor&, const Tensor&, Tensor&, Tensor&, const AttentionParams&))
+  NV_FAKE_OP(void attention_impl(const Tensor&, const Tensor&, const Tensor&, const BatchTensors&,
                             const AttentionParams&, Tensor&))
-  NV_FAKE_OP(void gather_rows(const Tensor&, const Tensor&, Tensor&))
-  NV_FAKE_OP(void add_inplace(Tensor&, const Tensor&))
+  NV_FAKE_OP(void gather_rows_impl(const Tensor&, const Tensor&, Tensor&))
+  NV_FAKE_OP(void add_inplace_impl(Tensor&, const Tensor&))
   NV_FAKE_OP(SampleResult sample(const Tensor&, const SamplingBatch&))
 #undef NV_FAKE_OP
  private:

@@ -41,11 +41,14 @@ asan: deps
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
-# libFuzzer targets (clang): build-fuzz/fuzz_tokenizer, fuzz_jinja and fuzz_structured; run e.g.
+# libFuzzer targets (clang): build-fuzz/fuzz_{tokenizer,jinja,http_request,json_template,structured}; run
+# one at a time, e.g.
 #   TOKENIZER_FUZZ_DIR=../shared/data/tokenizers/qwen3 build-fuzz/fuzz_tokenizer -max_total_time=300
+#   build-fuzz/fuzz_http_request -max_total_time=300 -jobs=1 tests/fuzz/corpus/http_request
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz $(GEN) -DNANOVLLM_FUZZ=ON -DNANOVLLM_CUDA=OFF
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_structured
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_http_request fuzz_json_template \
+	  fuzz_structured
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz build-pip

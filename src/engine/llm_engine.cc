@@ -8,6 +8,7 @@
 
 #include "engine/request_sampling.h"
 #include "tokenizer/chat_template.h"
+#include "util/json_bounded.h"
 #include "util/progress.h"
 
 namespace nanovllm {
@@ -383,8 +384,8 @@ std::string LLMEngine::apply_chat_template(const std::string& messages_json,
                                            const std::string& extra_kwargs_json) const {
   NV_CHECK(tokenizer_ && !tokenizer_->chat_template().empty(),
            "the model's tokenizer_config.json has no chat_template");
-  nlohmann::json messages = nlohmann::json::parse(messages_json);
-  nlohmann::json extra = nlohmann::json::parse(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json);
+  nlohmann::json messages = parse_json(messages_json, "chat messages");
+  nlohmann::json extra = parse_json(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json, "chat template kwargs");
   nlohmann::json tools = nullptr;
   if (extra.contains("tools")) {
     tools = extra["tools"];

@@ -17,6 +17,7 @@
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/utf8.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 
@@ -165,7 +166,7 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
   norm_matcher.build(std::move(norm_tokens), std::move(norm_pats));
 
   if (!config_text.empty()) {
-    config = nlohmann::json::parse(config_text);
+    config = parse_json(config_text, "tokenizer_config.json");
     NV_CHECK(config.is_object(), "tokenizer_config.json must be a JSON object");
   }
   if (config.contains("chat_template") && config["chat_template"].is_string())
@@ -187,7 +188,7 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
   cleanup = cfg_bool("clean_up_tokenization_spaces");
   eos_id = lookup(eos);
   if (!gen_text.empty()) {
-    auto gen = nlohmann::json::parse(gen_text);
+    auto gen = parse_json(gen_text, "generation_config.json");
     if (gen.contains("eos_token_id")) {
       const auto& e = gen["eos_token_id"];
       if (e.is_number_integer()) eos_ids.push_back(e.get<int>());

@@ -38,6 +38,11 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--lm-head-quantization", c.lm_head_quantization,
                  "LM head: auto (follows --quantization) | none | a --quantization value")
       ->capture_default_str();
+  app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
+               "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
+  app.add_option("--trace", c.trace_path,
+                 "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
+                 "step and request to FILE");
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& f) {

@@ -30,6 +30,8 @@ struct Config {
   // bf16 (CPU: half the attention bytes; docs/perf.md has its accuracy).
   std::string kv_cache_dtype = "auto";
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
+  bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
+  std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
 
   // Throws nanovllm::Error naming the field for invalid values.
   void validate() const;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/batch_contract.h"
+#include "loader/finite_check.h"
 #include "loader/safetensors.h"
 
 namespace nanovllm {
@@ -49,6 +50,7 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
            config.kv_cache_dtype, " is not supported on the ", backend_->name(), " backend (it uses ",
            dtype_name(backend_->act_dtype()), ")");
   WeightStore ws = WeightStore::open_dir(config.model);
+  if (!config.allow_nonfinite_weights) check_finite_weights(ws);  // NaN/Inf: error naming the tensor
   model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len, TpInfo{},
                                           load_options(config));
 

@@ -40,6 +40,7 @@ std::chrono::milliseconds dist_timeout(const Config& c) {
 
 ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(config), mc_(mc) {
   if (config.tensor_parallel_size > 1) {
+    TpShard::plan(mc, 0, config.tensor_parallel_size);  // a shape that cannot split fails here
     DistOptions o;
     o.rank = 0;
     o.world = config.tensor_parallel_size;

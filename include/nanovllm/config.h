@@ -21,7 +21,7 @@ struct Config {
   // argv prefix that starts a worker process (rank, size and address are appended), e.g.
   // {"/usr/bin/nanovllm", "worker"}. The CLI and the Python package set it.
   std::vector<std::string> worker_command;
-  double dist_timeout_s = 120;           // rendezvous, and any collective of a step
+  float dist_timeout_s = 120;            // seconds: rendezvous, and any collective of a step
   bool enforce_eager = false;            // CUDA: no graphs
   int kvcache_block_size = 256;          // any positive multiple of 16
   int num_kvcache_blocks = -1;           // -1: computed from the memory budget

@@ -6,8 +6,8 @@
 //
 // The pairs run in gloo's synchronous mode (the calling thread reads its socket itself instead
 // of waiting for gloo's event-loop thread): 18 us vs 100 us per 1024-float all-reduce measured
-// on this machine; busy_poll spins on the socket instead of sleeping in recv (10 us), worth it
-// only when every rank has a core of its own (docs/perf.md, "Communicators").
+// on this machine; busy_poll spins on the socket instead of sleeping in recv (10 us on an idle
+// machine, but much slower steps on a shared one: the engine leaves it off; docs/perf.md).
 #pragma once
 #include <chrono>
 #include <cstdint>

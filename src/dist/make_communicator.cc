@@ -1,6 +1,5 @@
 #include "dist/make_communicator.h"
 
-#include <thread>
 
 #include "dist/gloo_communicator.h"
 #include "dist/nccl_communicator.h"
@@ -13,11 +12,11 @@ std::unique_ptr<Communicator> make_communicator(ProcessGroup* pg, Backend& backe
                                                 std::chrono::milliseconds timeout) {
   if (!pg || pg->world() == 1) return make_single_rank_communicator();
   if (backend.device() == Device::CUDA) return make_nccl_communicator(pg->control(), backend);
-  // Spinning on the socket halves the all-reduce latency but burns the core it waits on: only
-  // when every rank of this machine can have a core of its own (docs/perf.md).
-  const bool busy_poll = unsigned(pg->world()) <= std::max(1u, std::thread::hardware_concurrency());
+  // No busy polling: it halves an idle machine's all-reduce latency (10 vs 18 us) but a rank
+  // that spins holds its core while its peer waits for one, and on a shared machine decode
+  // ran 7.6x slower with it (docs/perf.md, "Communicators").
   return std::make_unique<GlooCommunicator>(pg->control(),
-                                            pg->make_group("data", busy_poll, timeout));
+                                            pg->make_group("data", /*busy_poll=*/false, timeout));
 }
 
 }  // namespace nanovllm

@@ -13,6 +13,15 @@
 
 namespace nanovllm {
 
+// Calls and host wall time spent inside collectives on this rank (waiting for the other ranks
+// included). Kept by the host communicators (gloo), whose calls return when done; the NCCL
+// one only enqueues and keeps none.
+struct CommStats {
+  int64_t calls = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -33,6 +42,13 @@ class Communicator {
   virtual void broadcast_bytes(void* data, size_t bytes, int root) = 0;
   virtual int64_t all_reduce_min(int64_t value) = 0;
   virtual void barrier() = 0;
+
+  const CommStats& data_stats() const { return data_stats_; }        // all_reduce_sum, gather_last_dim
+  const CommStats& control_stats() const { return control_stats_; }  // broadcast_bytes
+  void reset_stats() { data_stats_ = control_stats_ = CommStats{}; }
+
+ protected:
+  CommStats data_stats_, control_stats_;
 };
 
 // World size 1.

@@ -1,8 +1,28 @@
 #include "dist/gloo_communicator.h"
 
+#include <chrono>
+
 #include "util/check.h"
 
 namespace nanovllm {
+
+namespace {
+// Adds the wall time of its scope to a CommStats.
+class Timed {
+ public:
+  Timed(CommStats& s, size_t bytes) : s_(s), t0_(std::chrono::steady_clock::now()) {
+    s_.calls++;
+    s_.bytes += int64_t(bytes);
+  }
+  ~Timed() {
+    s_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  CommStats& s_;
+  std::chrono::steady_clock::time_point t0_;
+};
+}  // namespace
 
 GlooCommunicator::GlooCommunicator(GlooGroup& control, std::unique_ptr<GlooGroup> data)
     : control_(control), data_(std::move(data)) {
@@ -13,6 +33,7 @@ GlooCommunicator::GlooCommunicator(GlooGroup& control, std::unique_ptr<GlooGroup
 void GlooCommunicator::all_reduce_sum(Tensor& t) {
   NV_CHECK(t.device() == Device::CPU && t.dtype() == DType::F32,
            "gloo all_reduce_sum takes F32 host tensors, got ", t.str());
+  Timed timed(data_stats_, t.nbytes());
   data_->all_reduce_sum_f32(t.data<float>(), size_t(t.numel()));
 }
 
@@ -23,6 +44,7 @@ void GlooCommunicator::gather_last_dim(const Tensor& part, Tensor* out, int root
            world_size());
   const int64_t S = part.size(0), n = part.size(1);
   const size_t bytes = part.nbytes();
+  Timed timed(data_stats_, bytes);
   gathered_.resize(bytes * size_t(world_size()));
   data_->all_gather(part.raw(), gathered_.data(), bytes);
   if (rank() != root) return;
@@ -36,6 +58,7 @@ void GlooCommunicator::gather_last_dim(const Tensor& part, Tensor* out, int root
 }
 
 void GlooCommunicator::broadcast_bytes(void* data, size_t bytes, int root) {
+  Timed timed(control_stats_, bytes);
   control_.broadcast(data, bytes, root);
 }
 

@@ -41,6 +41,11 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
   app.add_option("--threads", c.num_threads,
                  "CPU threads per rank (0: the cores divided among the tensor-parallel ranks)");
+  app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
+               "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
+  app.add_option("--trace", c.trace_path,
+                 "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
+                 "step and request to FILE");
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& f) {

@@ -7,13 +7,20 @@
 namespace nanovllm {
 
 // Every field of Config (include/nanovllm/config.h); a field added there must be added here
-// (config_json_test round-trips a Config with every field changed).
+// (tp_rules_test round-trips a Config with every field changed).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Config, model, max_num_batched_tokens, max_num_seqs,
                                    max_model_len, gpu_memory_utilization, tensor_parallel_size,
                                    dist_init_addr, worker_command, dist_timeout_s, enforce_eager,
                                    kvcache_block_size, num_kvcache_blocks, cpu_kvcache_bytes,
                                    cpu_kvcache_fraction, device, policy, enable_prefix_caching,
-                                   num_threads, max_waiting)
+                                   num_threads, max_waiting, allow_nonfinite_weights, trace_path)
+
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+// Trips when Config gains a field (x86-64 libstdc++ layout): add it to the list above (workers
+// would silently run with its default otherwise) and to ConfigJson.RoundTripsEveryField, then
+// update the size.
+static_assert(sizeof(Config) == 256, "Config changed: update the JSON field list above");
+#endif
 
 std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(); }
 

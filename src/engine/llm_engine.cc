@@ -8,6 +8,7 @@
 
 #include "engine/request_sampling.h"
 #include "tokenizer/chat_template.h"
+#include "util/json_bounded.h"
 #include "util/progress.h"
 
 namespace nanovllm {
@@ -76,9 +77,12 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   stats_.num_blocks_total = config_.num_kvcache_blocks;
   stats_.executor = runner_->executor().name();
   stats_.graph_pool_bytes = runner_->executor().graph_pool_bytes();
+  if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
 }
 
-LLMEngine::~LLMEngine() = default;
+LLMEngine::~LLMEngine() {
+  if (tracer_) tracer_->close(stats_);
+}
 
 size_t LLMEngine::weight_bytes() const { return runner_->model().weight_bytes(); }
 
@@ -118,6 +122,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   auto seq = std::make_unique<Sequence>(id, r->prompt_ids, params, config_.kvcache_block_size);
   Request* rp = r.get();
   requests_[id] = std::move(r);
+  if (tracer_) tracer_->arrived(id, int(rp->prompt_ids.size()));
   try {
     scheduler_->add(std::move(seq));
   } catch (const Error& e) {
@@ -126,6 +131,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     rp->finish_reason = "error";
     rp->error = e.what();
     stats_.failed_requests++;
+    if (tracer_) tracer_->finished(id, "error");
     pending_failed_.push_back(make_output(*rp, nullptr));
     if (rp->stream) push_delta(*rp, true);
     requests_.erase(id);
@@ -209,6 +215,7 @@ void LLMEngine::finish_request(uint64_t id, const std::string& reason,
   if (r.detok && !r.stopped_by_string) r.text += r.detok->finish();
   if (reason == "abort") stats_.aborted_requests++;
   else stats_.finished_requests++;
+  if (tracer_) tracer_->finished(id, reason);
   out.push_back(make_output(r, nullptr));
   if (r.stream) push_delta(r, true);
   requests_.erase(it);
@@ -222,6 +229,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     return out;
   }
   auto t0 = std::chrono::steady_clock::now();
+  if (tracer_) tracer_->step_begin();
   std::vector<uint64_t> was_waiting;
   for (const Sequence* s : scheduler_->waiting()) was_waiting.push_back(s->seq_id);
 
@@ -230,6 +238,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     refresh_stats();
     return out;
   }
+  if (tracer_) tracer_->scheduled(so, *scheduler_);
   // Prefix-cache accounting for sequences admitted in this step.
   for (const auto& ss : so.seqs) {
     if (std::find(was_waiting.begin(), was_waiting.end(), ss.seq->seq_id) == was_waiting.end())
@@ -245,7 +254,12 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
 
   HostBatch hb = runner_->prepare(so);
+  if (tracer_) tracer_->mark(StepMark::kPrepared);
   Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+  if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
+    runner_->backend().synchronize();
+    tracer_->mark(StepMark::kForwarded);
+  }
 
   SamplingBatch batch;
   std::vector<Sequence*> sampled;
@@ -258,6 +272,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     sampled.push_back(s);
   }
   const SampleResult res = runner_->backend().sample(logits, batch);
+  if (tracer_) tracer_->mark(StepMark::kSampled);
   const std::vector<int>& tokens = res.tokens;
   const int S = int(tokens.size());
 
@@ -303,6 +318,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   else stats_.decode_seconds += secs;
   refresh_stats();
   last_step_.num_blocks_used = stats_.num_blocks_used;
+  if (tracer_) tracer_->step_end(so, *scheduler_);
   return out;
 }
 
@@ -368,8 +384,8 @@ std::string LLMEngine::apply_chat_template(const std::string& messages_json,
                                            const std::string& extra_kwargs_json) const {
   NV_CHECK(tokenizer_ && !tokenizer_->chat_template().empty(),
            "the model's tokenizer_config.json has no chat_template");
-  nlohmann::json messages = nlohmann::json::parse(messages_json);
-  nlohmann::json extra = nlohmann::json::parse(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json);
+  nlohmann::json messages = parse_json(messages_json, "chat messages");
+  nlohmann::json extra = parse_json(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json, "chat template kwargs");
   nlohmann::json tools = nullptr;
   if (extra.contains("tools")) {
     tools = extra["tools"];

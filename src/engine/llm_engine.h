@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine_tracer.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
 #include "nanovllm/llm.h"
@@ -58,6 +59,7 @@ class LLMEngine {
   uint64_t next_id_ = 0;
   EngineStats stats_;
   StepStats last_step_;
+  std::unique_ptr<EngineTracer> tracer_;  // null unless config.trace_path is set
 };
 
 }  // namespace nanovllm

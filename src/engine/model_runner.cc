@@ -11,6 +11,7 @@
 #include "dist/make_communicator.h"
 #include "engine/config_json.h"
 #include "kernels/batch_contract.h"
+#include "loader/finite_check.h"
 #include "loader/safetensors.h"
 
 namespace nanovllm {
@@ -76,6 +77,8 @@ void ModelRunner::init() {
   if (world > 1) channel_ = std::make_unique<StepChannel>(*comm_);
   const TpShard shard = TpShard::plan(mc_, rank, world);
   WeightStore ws = WeightStore::open_dir(config.model);
+  // NaN/Inf: error naming the tensor (rank 0 reads the whole checkpoint once for all ranks)
+  if (!config.allow_nonfinite_weights && rank == 0) check_finite_weights(ws);
   model_ = std::make_unique<DecoderModel>(mc_, *backend_, ws, config.max_model_len, shard,
                                           comm_.get());
 

@@ -140,6 +140,8 @@ TEST(ConfigJson, RoundTripsEveryField) {
   c.enable_prefix_caching = false;
   c.num_threads = 3;
   c.max_waiting = 11;
+  c.allow_nonfinite_weights = true;
+  c.trace_path = "/t.json";
   const std::string j = config_to_json(c);
   EXPECT_EQ(config_to_json(config_from_json(j)), j);
   // Every field is in the JSON with its changed value (none left at its default).

@@ -38,13 +38,7 @@ int run_logits(int argc, char** argv) {
   app.add_option("--device", cfg.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--block-size", cfg.kvcache_block_size, "KV block size")->capture_default_str();
   app.add_option("--threads", cfg.num_threads, "CPU threads (0: all cores)");
-  app.add_option("--quantization", cfg.quantization, "none | int8 | int4 (see generate --help)")
-      ->capture_default_str();
-  app.add_option("--kv-cache-dtype", cfg.kv_cache_dtype, "auto | f32 | bf16")
-      ->capture_default_str();
-  app.add_option("--lm-head-quantization", cfg.lm_head_quantization,
-                 "auto | none | a --quantization value")
-      ->capture_default_str();
+  add_weight_format_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
 
   std::vector<int> ids = parse_ids(ids_str);

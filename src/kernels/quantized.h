@@ -53,7 +53,11 @@ struct QuantizedWeight {
   Tensor row_sums;          // int8: I32 [Np]
   // int4: bytes of one group's record in a block.
   int64_t group_record_bytes() const { return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0); }
-  size_t nbytes() const { return data.nbytes() + scales.nbytes() + row_sums.nbytes(); }
+  // (An undefined Tensor is a 0-d scalar to nbytes(): int4 holds no scales/row_sums tensors.)
+  size_t nbytes() const {
+    return data.nbytes() + (scales.defined() ? scales.nbytes() : 0) +
+           (row_sums.defined() ? row_sums.nbytes() : 0);
+  }
 };
 
 // A linear layer's weight [N, K] as the model holds it: dense (checkpoint dtype, on the

@@ -73,6 +73,31 @@ void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, ui
 
 }  // namespace
 
+QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme) {
+  NV_CHECK(scheme.enabled(), "quantized_layout: no quantization scheme");
+  QuantizedWeight q;
+  q.scheme = scheme;
+  q.N = N;
+  q.K = K;
+  q.Np = round_up(N, QuantizedWeight::kBlockRows);
+  if (scheme.kind == QuantKind::Int8) {
+    q.Kp = round_up(K, 4);
+    q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
+  } else {
+    NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
+             scheme.group);
+    q.Kp = round_up(K, scheme.group);
+    q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
+  }
+  return q;
+}
+
+int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
+  const QuantizedWeight q = quantized_layout(N, K, scheme);
+  const int64_t per_row = scheme.kind == QuantKind::Int8 ? 8 : 0;  // f32 scale + i32 row sum
+  return q.Np / QuantizedWeight::kBlockRows * q.block_bytes + q.Np * per_row;
+}
+
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
@@ -81,21 +106,10 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
            "quantize_weight: weights must be F32, BF16 or F16, got ", w.str());
   const int64_t R = QuantizedWeight::kBlockRows;
-  QuantizedWeight q;
-  q.scheme = scheme;
-  q.N = w.size(0);
-  q.K = w.size(1);
-  q.Np = round_up(q.N, R);
+  QuantizedWeight q = quantized_layout(w.size(0), w.size(1), scheme);
   if (scheme.kind == QuantKind::Int8) {
-    q.Kp = round_up(q.K, 4);
-    q.block_bytes = R * q.Kp;
     q.scales = Tensor::zeros({q.Np}, DType::F32);
     q.row_sums = Tensor::zeros({q.Np}, DType::I32);
-  } else {
-    NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
-             scheme.group);
-    q.Kp = round_up(q.K, scheme.group);
-    q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
   }
   const int64_t nblocks = q.Np / R;
   q.data = alloc ? alloc(nblocks, q.block_bytes) : Tensor::empty({nblocks, q.block_bytes}, DType::U8);

@@ -115,6 +115,18 @@ TEST(Quantize, DequantizedErrorBounds) {
   }
 }
 
+// quantized_nbytes (what bench_decode_roofline counts per token) is what quantize_weight makes,
+// for shapes with padded rows (N % 16) and padded columns (K % 4, K % group).
+TEST(Quantize, NbytesMatchesQuantizedWeight) {
+  auto pool = std::make_unique<ThreadPool>(1);
+  for (const char* name : kSchemes)
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{16, 64}, {37, 200}, {5, 66}, {48, 1024}}) {
+      const QuantScheme qs = parse_quant_scheme(name);
+      QuantizedWeight q = cpu::quantize_weight(rand_tensor({N, K}, DType::BF16, 0.05f), qs, *pool);
+      EXPECT_EQ(cpu::quantized_nbytes(N, K, qs), int64_t(q.nbytes())) << name << " " << N << "x" << K;
+    }
+}
+
 class QuantLinearTest : public ::testing::TestWithParam<std::tuple<const char*, int, int>> {};
 
 TEST_P(QuantLinearTest, MatchesDequantizedReference) {

@@ -17,7 +17,7 @@ void add_weight_format_flags(CLI::App& app, Config& c) {
                  "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16")
       ->capture_default_str();
   app.add_option("--lm-head-quantization", c.lm_head_quantization,
-                 "LM head: auto (follows --quantization) | none | a --quantization value")
+                 "LM head: auto (int8 with int4 layers, else as --quantization) | none | a --quantization value")
       ->capture_default_str();
 }
 

@@ -34,7 +34,8 @@ struct Config {
   // Weights quantized at load (CPU): none | int8 | int4 (| int4-g32 | int4-g64 | int4-g32-zp |
   // int4-g64-zp); see src/kernels/quantized.h.
   std::string quantization = "none";
-  // The LM head: auto (docs/perf.md: measured choice per scheme) | none | any scheme above.
+  // The LM head: auto (int8 when the layers are int4, else the layers' scheme; docs/perf.md
+  // measures the choices) | none | any scheme above.
   std::string lm_head_quantization = "auto";
   // KV cache element type: auto (the backend's activation type: CPU f32, CUDA bf16) | f32 |
   // bf16 (CPU: half the attention bytes; docs/perf.md has its accuracy).

@@ -30,11 +30,11 @@ import e2e_util as U  # noqa: E402
 VARIANTS = {q: ["--quantization", q] for q in ["int8", "int4-g32", "int4-g64", "int4-g32-zp",
                                                "int4-g64-zp"]}
 VARIANTS["kv-bf16"] = ["--kv-cache-dtype", "bf16"]
-# The LM head's choice (measurement mode only): layers quantized, head int8 or unquantized.
+# The LM head's choice (measurement mode only): the default (`auto`: int8 with int4 layers,
+# else the layers' scheme) against the head in the layers' own scheme and unquantized.
 for q in ["int8", "int4-g32", "int4-g64-zp"]:
-    for head in ["int8", "none"]:
-        if head != q:
-            VARIANTS[f"{q}+head-{head}"] = ["--quantization", q, "--lm-head-quantization", head]
+    for head in ([q] if q.startswith("int4") else []) + ["none"]:
+        VARIANTS[f"{q}+head-{head}"] = ["--quantization", q, "--lm-head-quantization", head]
 TESTED = ["int8", "int4-g32", "int4-g64-zp", "kv-bf16"]
 STORIES_TEXT = [
     "Once upon a time, there was a little girl named Lily.",

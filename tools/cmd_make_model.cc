@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "command.h"
-#include "loader/make_model.h"
+#include "testing/make_model.h"
 #include "util/check.h"
 
 namespace {

@@ -10,7 +10,11 @@
 
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
-#include "nanovllm/llm.h"
+#include "nanovllm/config.h"
+#include "nanovllm/prompt.h"
+#include "nanovllm/request_output.h"
+#include "nanovllm/sampling_params.h"
+#include "nanovllm/stats.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nanovllm {

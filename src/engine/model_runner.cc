@@ -5,8 +5,9 @@
 #include <sstream>
 #include <string>
 
+#include "kernels/backend_factory.h"
 #include "kernels/batch_contract.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 
 namespace nanovllm {
 
@@ -28,9 +29,8 @@ int64_t ModelRunner::cpu_kv_budget(const Config& c) {
 }
 
 ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(config), mc_(mc) {
-  bool want_cuda = config.device == "cuda" || (config.device == "auto" && cuda_available());
-  backend_ = want_cuda ? make_cuda_backend(0) : make_cpu_backend(config.num_threads);
-  NV_CHECK(config.tensor_parallel_size == 1 || want_cuda,
+  backend_ = make_backend(config.device, config.num_threads);
+  NV_CHECK(config.tensor_parallel_size == 1 || backend_->device() != Device::CPU,
            "tensor_parallel_size ", config.tensor_parallel_size,
            " needs the CUDA backend with NCCL; the CPU backend runs one rank");
   WeightStore ws = WeightStore::open_dir(config.model);

@@ -154,11 +154,6 @@ class Backend {
   virtual void add_inplace_impl(Tensor& a, const Tensor& b) = 0;
 };
 
-// Creates the CPU backend (num_threads <= 0: all cores).
-std::unique_ptr<Backend> make_cpu_backend(int num_threads);
-// Creates the CUDA backend on `device_id`; throws a clear error when CUDA is unavailable
-// (not compiled in, no device, unsupported compute capability).
-std::unique_ptr<Backend> make_cuda_backend(int device_id);
-bool cuda_available();
+// Backends are made by kernels/backend_factory.h.
 
 }  // namespace nanovllm

@@ -1,4 +1,6 @@
-#include "layers/linear.h"
+#include "loader/tp_shard.h"
+
+#include "loader/tensor_ops.h"
 
 namespace nanovllm {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 
 namespace nanovllm {
 

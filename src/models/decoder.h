@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "layers/linear.h"
+#include "loader/tp_shard.h"
 #include "models/model_config.h"
 
 namespace nanovllm {

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "loader/make_model.h"
+#include "testing/make_model.h"
 #include "nanovllm/llm.h"
 #include "server/engine_loop.h"
 

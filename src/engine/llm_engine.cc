@@ -8,6 +8,7 @@
 
 #include "engine/request_sampling.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/incremental.h"
 #include "util/progress.h"
 
 namespace nanovllm {

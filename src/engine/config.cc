@@ -1,6 +1,7 @@
 // Config::validate (include/nanovllm/config.h).
 #include "nanovllm/config.h"
 
+#include "engine/scheduler.h"
 #include "util/check.h"
 
 namespace nanovllm {
@@ -18,8 +19,7 @@ void Config::validate() const {
   if (tensor_parallel_size > 1)
     NV_THROW("tensor_parallel_size ", tensor_parallel_size,
              ": tensor parallelism is not implemented yet (issue 15); use 1");
-  if (policy != "prefill-first" && policy != "mixed")
-    NV_THROW("policy must be prefill-first or mixed, got '", policy, "'");
+  parse_schedule_policy(policy);  // throws naming the value
   if (device != "auto" && device != "cpu" && device != "cuda")
     NV_THROW("device must be auto, cpu or cuda, got '", device, "'");
   if (!(gpu_memory_utilization > 0.f && gpu_memory_utilization <= 1.f))

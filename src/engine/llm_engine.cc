@@ -55,7 +55,8 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   sc.enable_prefix_caching = config_.enable_prefix_caching;
   sc.eos_token_ids = eos_ids_;
   scheduler_ = std::make_unique<Scheduler>(sc);
-  stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks, runner_->executor());
+  stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks,
+                                           runner_->backend().num_threads(), runner_->executor());
 }
 
 LLMEngine::~LLMEngine() = default;

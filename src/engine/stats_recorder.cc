@@ -4,9 +4,10 @@
 
 namespace nanovllm {
 
-StatsRecorder::StatsRecorder(int num_blocks_total, const StepExecutor& executor)
+StatsRecorder::StatsRecorder(int num_blocks_total, int num_threads, const StepExecutor& executor)
     : executor_(executor) {
   stats_.num_blocks_total = num_blocks_total;
+  stats_.num_threads = num_threads;
   stats_.executor = executor.name();
   stats_.graph_pool_bytes = executor.graph_pool_bytes();
 }

@@ -10,7 +10,7 @@ namespace nanovllm {
 class StatsRecorder {
  public:
   // executor must outlive the recorder (the engine's ModelRunner owns it).
-  StatsRecorder(int num_blocks_total, const StepExecutor& executor);
+  StatsRecorder(int num_blocks_total, int num_threads, const StepExecutor& executor);
 
   // A sequence the scheduler admitted (SchedulerOutput::admitted): its prefix-cache hits and
   // lookups; its prompt tokens when it has generated nothing yet.

@@ -193,14 +193,9 @@ def check_effects(flags, table, cuda_runs):
 
 
 def main():
-    try:
-        U.nanovllm_bin()
-    except RuntimeError as e:
-        print(f"SKIP: {e}")
-        return U.SKIP
-    model = os.path.join(os.environ.get("NANOVLLM_SHARED_DATA", ""), "models", "stories260K-hf")
-    if not os.path.exists(os.path.join(model, "config.json")):
-        print(f"SKIP: {model} not found (the shared test data)")
+    model, why = U.shared_model("stories260K-hf")
+    if why:
+        print(f"SKIP: {why}")
         return U.SKIP
     with open(os.path.join(SOURCE, "README.md")) as f:
         engine, sampling = documented_flags(f.read())

@@ -19,11 +19,14 @@ configure: deps $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README).
+# The main job: nano-vLLM's bench workload on a small random Qwen3 model (see README), with its
+# scheduler trace and the trace's HTML page in $(BUILD)/.
 run: build
 	$(BUILD)/nanovllm bench --random-model small --num-seqs 32 --min-input-len 64 --max-input-len 256 \
 	  --min-output-len 32 --max-output-len 128 \
-	  --cache-dir $(BUILD)/models
+	  --cache-dir $(BUILD)/models --trace $(BUILD)/trace.json
+	$(BUILD)/nanovllm trace-view $(BUILD)/trace.json -o $(BUILD)/trace.html
+	@echo "trace: $(BUILD)/trace.html (open in a browser), $(BUILD)/trace.json (https://ui.perfetto.dev or chrome://tracing)"
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
@@ -38,11 +41,14 @@ asan: deps
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
-# libFuzzer targets (clang): build/fuzz_tokenizer and build/fuzz_jinja; run e.g.
+# libFuzzer targets (clang): build-fuzz/fuzz_{tokenizer,jinja,http_request,json_template,structured}; run
+# one at a time, e.g.
 #   TOKENIZER_FUZZ_DIR=../shared/data/tokenizers/qwen3 build-fuzz/fuzz_tokenizer -max_total_time=300
+#   build-fuzz/fuzz_http_request -max_total_time=300 -jobs=1 tests/fuzz/corpus/http_request
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz $(GEN) -DNANOVLLM_FUZZ=ON -DNANOVLLM_CUDA=OFF
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_http_request fuzz_json_template \
+	  fuzz_structured
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz build-pip

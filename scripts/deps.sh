@@ -9,10 +9,11 @@ APT_PKGS=(
   libxxhash-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcli11-dev
   libcpp-httplib-dev libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-jinja2
+  python3 python3-numpy python3-jinja2 python3-jsonschema
   python3-dev python3-pybind11 pybind11-dev python3-pytest python3-tqdm python3-venv python3-pip
   python3-setuptools python3-wheel
   mmdebstrap  # the GPU-bundle check of make test builds in a chroot without the -dev packages
+  chromium    # headless, for the trace-view page test (tests/e2e/test_trace_browser.py)
 )
 # Node.js is needed for the JavaScript tokenizer reference; install Debian's only if none is present
 # (some images ship a newer Node.js whose npm conflicts with Debian's npm package).

@@ -9,6 +9,7 @@
 #include "command.h"
 #include "tokenizer/chat_template.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace {
 
@@ -22,13 +23,8 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-ojson read_json(const std::string& path) {
-  try {
-    return ojson::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    NV_THROW("invalid JSON in ", path, ": ", e.what());
-  }
-}
+// Bounded nesting depth: deeper input is an error, never a stack overflow while rendering.
+ojson read_json(const std::string& path) { return nanovllm::read_ordered_json_file(path); }
 
 // bos_token / eos_token are strings or AddedToken objects {"content": ...}; absent/null -> "".
 std::string token_string(const ojson& cfg, const char* key) {

@@ -1,5 +1,5 @@
 // `nanovllm make-model`: writes a deterministic random HF-format model directory
-// (see src/loader/make_model.h).
+// (see src/testing/make_model.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>

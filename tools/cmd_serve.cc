@@ -29,14 +29,36 @@ int run_serve(int argc, char** argv) {
   app.add_option("--port", opt.port, "TCP port (0: any free port)")->capture_default_str();
   app.add_option("--api-key", opt.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   app.add_option("--served-model-name", opt.served_model_name, "model name in the API (default: --model)");
-  app.add_option("--max-waiting", opt.max_waiting, "waiting requests before 503 (0: unbounded)")
+  app.add_option("--max-waiting", opt.max_waiting,
+                 "queued requests (engine + tokenizer queues) before 503 + Retry-After (0: unbounded)")
       ->capture_default_str();
-  app.add_option("--http-threads", opt.http_threads, "HTTP worker threads (>= 256)")->capture_default_str();
+  app.add_option("--max-connections", opt.max_connections,
+                 "open connections; beyond, idle or slow-header ones are closed, else 503")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", opt.max_body_bytes, "request body limit, any transfer encoding (413)")
+      ->capture_default_str();
+  app.add_option("--max-json-depth", opt.max_json_depth, "nesting limit of request JSON (400)")->capture_default_str();
+  app.add_option("--header-timeout", opt.header_timeout_s, "seconds for the request line and headers (408)")
+      ->capture_default_str();
+  app.add_option("--request-timeout", opt.request_timeout_s, "seconds for the whole request: headers + body (408)")
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout", opt.keep_alive_timeout_s, "seconds an idle connection stays open")
+      ->capture_default_str();
+  app.add_option("--shutdown-timeout", opt.shutdown_timeout_s,
+                 "SIGTERM: seconds in-flight requests may finish before they are aborted")
+      ->capture_default_str();
+  app.add_option("--preprocess-threads", opt.preprocess_threads,
+                 "requests rendered / tokenized at once (off the engine thread)")
+      ->capture_default_str();
+  // Tests only (hidden): the engine fails after N steps / each step takes at least MS, so that
+  // failure and disconnect paths can be exercised deterministically.
+  app.add_option("--test-engine-fault-after-steps", opt.test_fault_after_steps)->group("");
+  app.add_option("--test-engine-step-delay-ms", opt.test_step_delay_ms)->group("");
   add_engine_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
-  NV_CHECK(opt.port >= 0 && opt.port <= 65535, "--port must be in [0, 65535], got ", opt.port);
-  NV_CHECK(opt.max_waiting >= 0, "--max-waiting must be >= 0, got ", opt.max_waiting);
+  server::validate(opt);
   cfg.max_waiting = opt.max_waiting;
+  cfg.validate();
 
   // Before loading: a SIGTERM during a long load is acted on as soon as the server runs.
   server::install_shutdown_handlers();

@@ -14,6 +14,7 @@
 #include "tokenizer/incremental.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace {
 
@@ -60,7 +61,7 @@ int run_tokenize(int argc, char** argv) {
   }
   auto tok = Tokenizer::from_dir(dir);
   if (batch) {
-    auto items = nlohmann::json::parse(read_input(file));
+    auto items = nanovllm::parse_json(read_input(file), file.empty() ? "stdin" : file);
     NV_CHECK(items.is_array(), "--batch input must be a JSON list of strings");
     nlohmann::json out = nlohmann::json::array();
     size_t bad = 0;
@@ -129,6 +130,9 @@ int run_detokenize(int argc, char** argv) {
     }
   }
   auto tok = Tokenizer::from_dir(dir);
+  for (int id : ids)
+    NV_CHECK(id >= 0 && id < tok->vocab_size(), "token id ", id, " in --ids is outside the vocabulary [0, ",
+             tok->vocab_size(), ")");
   std::string text = incremental ? incremental_decode(*tok, ids, skip) : tok->decode(ids, skip);
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

@@ -28,6 +28,11 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
   app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
   app.add_option("--threads", c.num_threads, "CPU threads (0: all cores)");
+  app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
+               "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
+  app.add_option("--trace", c.trace_path,
+                 "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
+                 "step and request to FILE");
 }
 
 void add_sampling_flags(CLI::App& app, SamplingFlags& f) {

@@ -22,6 +22,8 @@ struct Config {
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads; 0: all cores
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
+  bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
+  std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
 
   // Throws nanovllm::Error naming the field for invalid values.
   void validate() const;

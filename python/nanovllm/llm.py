@@ -28,7 +28,7 @@ class LLM:
     """LLM(model, **kwargs): kwargs are Config fields (nano-vLLM's enforce_eager,
     tensor_parallel_size, max_num_batched_tokens, max_num_seqs, max_model_len,
     gpu_memory_utilization, kvcache_block_size, num_kvcache_blocks, and nanovllm's device,
-    policy, enable_prefix_caching, num_threads, cpu_kvcache_bytes, ...). Unknown keyword
+    policy, enable_prefix_caching, num_threads, cpu_kvcache_bytes, trace_path, ...). Unknown keyword
     arguments are ignored, as nano-vLLM ignores them."""
 
     def __init__(self, model, **kwargs):

@@ -52,7 +52,8 @@ std::vector<Field<Config>> config_fields() {
           field(o, "policy", &C::policy),
           field(o, "enable_prefix_caching", &C::enable_prefix_caching),
           field(o, "num_threads", &C::num_threads),
-          field(o, "max_waiting", &C::max_waiting)};
+          field(o, "max_waiting", &C::max_waiting),
+          field(o, "trace_path", &C::trace_path)};
 }
 
 // validate() as a ValueError carrying the C++ message.

@@ -26,6 +26,8 @@ void Config::validate() const {
     NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
   if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
     NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
+  if (num_threads < 0) NV_THROW("num_threads (--threads) must be >= 0 (0: all cores), got ", num_threads);
+  if (max_waiting < 0) NV_THROW("max_waiting must be >= 0 (0: unbounded), got ", max_waiting);
 }
 
 }  // namespace nanovllm

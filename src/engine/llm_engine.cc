@@ -8,6 +8,7 @@
 #include <random>
 
 #include "tokenizer/chat_template.h"
+#include "util/json_bounded.h"
 #include "util/progress.h"
 
 namespace nanovllm {
@@ -57,9 +58,12 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   scheduler_ = std::make_unique<Scheduler>(sc);
   stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks,
                                            runner_->backend().num_threads(), runner_->executor());
+  if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
 }
 
-LLMEngine::~LLMEngine() = default;
+LLMEngine::~LLMEngine() {
+  if (tracer_) tracer_->close(stats());
+}
 
 size_t LLMEngine::weight_bytes() const { return runner_->model().weight_bytes(); }
 
@@ -99,6 +103,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
                                          stream);
   Request& r = *owned;
   requests_.emplace(id, std::move(owned));
+  if (tracer_) tracer_->arrived(id, r.seq.num_prompt_tokens);
   try {
     scheduler_->add(&r.seq);
   } catch (const Error& e) {
@@ -125,24 +130,30 @@ void LLMEngine::push_delta(Request& r, bool final) {
 void LLMEngine::finish_request(Request& r, std::vector<RequestOutput>& out) {
   r.output.finish();
   stats_->finished(r.seq.finish_reason);
+  if (tracer_) tracer_->finished(r.id, finish_reason_name(r.seq.finish_reason));
   out.push_back(r.final_output());
   if (r.stream) push_delta(r, true);
-  requests_.erase(r.id);  // destroys r
+  auto it = requests_.find(r.id);
+  retired_.push_back(std::move(it->second));
+  requests_.erase(it);
 }
 
 std::vector<RequestOutput> LLMEngine::step() {
   std::vector<RequestOutput> out;
   out.swap(pending_outputs_);
+  retired_.clear();  // finished outside a step (rejected, aborted)
   if (scheduler_->is_finished()) {
     stats_->refresh(*scheduler_);
     return out;
   }
   const auto t0 = std::chrono::steady_clock::now();
+  if (tracer_) tracer_->step_begin();
   const SchedulerOutput so = scheduler_->schedule();
   if (so.empty()) {
     stats_->refresh(*scheduler_);
     return out;
   }
+  if (tracer_) tracer_->scheduled(so, *scheduler_);
   for (Sequence* s : so.admitted) {
     Request& r = request_of(*s);
     if (s->num_completion_tokens() == 0) r.num_cached_tokens = s->num_prefix_hit_tokens;
@@ -150,7 +161,12 @@ std::vector<RequestOutput> LLMEngine::step() {
   }
 
   HostBatch hb = runner_->prepare(so);
+  if (tracer_) tracer_->mark(StepMark::kPrepared);
   Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+  if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
+    runner_->backend().synchronize();
+    tracer_->mark(StepMark::kForwarded);
+  }
 
   // One sampling row per sequence that samples, in logits-row order.
   SamplingBatch batch;
@@ -162,6 +178,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     sampled.push_back(&r);
   }
   const SampleResult res = runner_->backend().sample(logits, batch);
+  if (tracer_) tracer_->mark(StepMark::kSampled);
 
   // Appends the tokens; EOS, stop tokens and length finish sequences (blocks freed at once).
   scheduler_->postprocess(so, res.tokens);
@@ -180,6 +197,8 @@ std::vector<RequestOutput> LLMEngine::step() {
 
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_->step(so, secs, *scheduler_);
+  if (tracer_) tracer_->step_end(so, *scheduler_);
+  retired_.clear();  // nothing points at this step's finished sequences any more
   return out;
 }
 
@@ -239,8 +258,8 @@ std::string LLMEngine::apply_chat_template(const std::string& messages_json,
                                            const std::string& extra_kwargs_json) const {
   NV_CHECK(tokenizer_ && !tokenizer_->chat_template().empty(),
            "the model's tokenizer_config.json has no chat_template");
-  nlohmann::json messages = nlohmann::json::parse(messages_json);
-  nlohmann::json extra = nlohmann::json::parse(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json);
+  nlohmann::json messages = parse_json(messages_json, "chat messages");
+  nlohmann::json extra = parse_json(extra_kwargs_json.empty() ? "{}" : extra_kwargs_json, "chat template kwargs");
   nlohmann::json tools = nullptr;
   if (extra.contains("tools")) {
     tools = extra["tools"];

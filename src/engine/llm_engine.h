@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/engine_tracer.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -50,7 +51,7 @@ class LLMEngine {
   std::vector<int> prompt_token_ids(const Prompt& prompt) const;
   Request& request_of(const Sequence& seq);
   // A request that finished (seq.finish_reason set, no longer in the scheduler): its output
-  // goes to `out`, its final delta to the stream; then it is destroyed.
+  // goes to `out`, its final delta to the stream; then it moves to retired_.
   void finish_request(Request& r, std::vector<RequestOutput>& out);
   void push_delta(Request& r, bool final);
 
@@ -62,11 +63,15 @@ class LLMEngine {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<StatsRecorder> stats_;
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // live requests
+  // Finished requests, destroyed at the end of the step (or the next step's start), so the
+  // step's SchedulerOutput never points at a destroyed sequence.
+  std::vector<std::unique_ptr<Request>> retired_;
   // Outputs of requests finished outside step() (rejected at add_request, aborted): returned
   // by the next step().
   std::vector<RequestOutput> pending_outputs_;
   std::vector<StreamDelta> deltas_;
   uint64_t next_id_ = 0;
+  std::unique_ptr<EngineTracer> tracer_;  // null unless config.trace_path is set
 };
 
 }  // namespace nanovllm

@@ -7,6 +7,7 @@
 
 #include "kernels/backend_factory.h"
 #include "kernels/batch_contract.h"
+#include "loader/finite_check.h"
 #include "loader/weight_store.h"
 
 namespace nanovllm {
@@ -34,6 +35,7 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
            "tensor_parallel_size ", config.tensor_parallel_size,
            " needs the CUDA backend with NCCL; the CPU backend runs one rank");
   WeightStore ws = WeightStore::open_dir(config.model);
+  if (!config.allow_nonfinite_weights) check_finite_weights(ws);  // NaN/Inf: error naming the tensor
   model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len);
 
   const int bs = config.kvcache_block_size;

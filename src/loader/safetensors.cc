@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 
@@ -92,12 +93,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsOpener::open(const std::string& path
 void SafetensorsOpener::parse_header(SafetensorsFile& f, const char* header, size_t header_len,
                                      size_t data_size, size_t data_start) {
   const std::string& path = f.path_;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header, header + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    NV_THROW("safetensors file '", path, "' has a malformed JSON header: ", e.what());
-  }
+  const nlohmann::json j =
+      parse_json(std::string_view(header, header_len), "safetensors file '" + path + "' header");
   if (!j.is_object())
     NV_THROW("safetensors file '", path, "' has a malformed header: not a JSON object");
 

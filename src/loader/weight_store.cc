@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 
@@ -36,12 +37,7 @@ WeightStore WeightStore::open_dir(const std::string& model_dir) {
 
   fs::path index = dir / "model.safetensors.index.json";
   if (fs::exists(index, ec)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text(index));
-    } catch (const nlohmann::json::exception& e) {
-      NV_THROW("malformed JSON in '", index.string(), "': ", e.what());
-    }
+    const nlohmann::json j = parse_json(read_text(index), index.string());
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
       NV_THROW("'", index.string(), "' has no \"weight_map\" object");
     std::map<std::string, std::shared_ptr<SafetensorsFile>> shards;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 
@@ -168,12 +169,7 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
 }  // namespace
 
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    NV_THROW("malformed JSON in ", where, ": ", e.what());
-  }
+  const json j = parse_json(text, where);
   if (!j.is_object()) NV_THROW("", where, " is not a JSON object");
   Fields f{j, where, ""};
   ModelConfig c;
@@ -261,12 +257,7 @@ ModelConfig ModelConfig::from_dir(const std::string& model_dir) {
   // endoftext); add them after config.json's own, keeping order and dropping duplicates.
   fs::path gen = dir / "generation_config.json";
   if (fs::exists(gen, ec)) {
-    json g;
-    try {
-      g = json::parse(read_file(gen));
-    } catch (const json::exception& e) {
-      NV_THROW("malformed JSON in ", gen.string(), ": ", e.what());
-    }
+    const json g = parse_json(read_file(gen), gen.string());
     if (g.is_object()) {
       std::string where = gen.string();
       Fields f{g, where, ""};

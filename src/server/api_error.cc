@@ -32,4 +32,10 @@ std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string client_message(const std::string& what) {
+  const size_t p = what.rfind(" [");
+  if (p != std::string::npos && !what.empty() && what.back() == ']') return what.substr(0, p);
+  return what;
+}
+
 }  // namespace nanovllm::server

@@ -35,6 +35,9 @@ nlohmann::json error_json(int status, const std::string& message, const std::str
 // authentication_error, 404 -> not_found_error, 503 -> service_unavailable, 5xx -> server_error).
 std::string error_type_for_status(int status);
 
+// Strips the "[error at file:line]" / "[check failed: ...]" suffix of nanovllm::Error messages.
+std::string client_message(const std::string& what);
+
 // Serializes JSON for the wire: invalid UTF-8 (e.g. a token that is half a character) is
 // replaced by U+FFFD instead of throwing.
 std::string dump_json(const nlohmann::json& j);

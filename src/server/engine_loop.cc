@@ -1,17 +1,18 @@
 #include "server/engine_loop.h"
 
 #include <cstdio>
+#include <string>
 
-#include "tokenizer/tokenizer.h"
 #include "util/check.h"
 
 namespace nanovllm::server {
 
-std::string client_message(const std::string& what) {
-  const size_t p = what.rfind(" [");
-  if (p != std::string::npos && !what.empty() && what.back() == ']') return what.substr(0, p);
-  return what;
+namespace {
+ApiError engine_dead_error() {
+  return ApiError(503, "the engine failed and no longer serves requests; restart the server", "service_unavailable",
+                  "", "engine_dead");
 }
+}  // namespace
 
 // --- Channel ---
 
@@ -74,12 +75,13 @@ void EngineLoop::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::shared_ptr<Channel> EngineLoop::submit(GenerationRequest req, Clock::time_point arrival) {
+std::shared_ptr<Channel> EngineLoop::submit(EngineRequest req, Clock::time_point arrival) {
   auto ch = std::make_shared<Channel>();
   ch->req_ = std::move(req);
   ch->arrival_ = arrival;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (dead_) throw engine_dead_error();
     if (stopping_) throw ApiError(503, "the server is shutting down", "service_unavailable", "", "shutting_down");
     const int waiting = int(pending_.size()) + engine_waiting_.load();
     if (max_waiting_ > 0 && waiting >= max_waiting_)
@@ -95,7 +97,7 @@ std::shared_ptr<Channel> EngineLoop::submit(GenerationRequest req, Clock::time_p
 void EngineLoop::abort(const std::shared_ptr<Channel>& ch) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (stopping_) return;  // stop() aborts everything anyway
+    if (stopping_ || dead_) return;  // stop() aborts everything anyway; a dead loop has nothing
     aborts_.push_back(ch);
   }
   cv_.notify_one();
@@ -119,40 +121,16 @@ void EngineLoop::publish() {
   snap_ = s;
 }
 
-// Engine thread: prompt -> token ids (chat template, tokenizer), then into the engine.
+// Engine thread: the prepared request joins the running batch at the next step.
 void EngineLoop::admit(const std::shared_ptr<Channel>& ch) {
-  GenerationRequest& r = ch->req_;
-  const Tokenizer* tok = llm_.tokenizer();
   try {
-    std::vector<int> ids;
-    if (r.chat) {
-      if (!tok) throw bad_request("this model has no tokenizer.json: use /v1/completions with token ids", "messages");
-      std::string rendered;
-      try {
-        rendered = llm_.apply_chat_template(r.messages.dump(), r.add_generation_prompt, r.template_kwargs.dump());
-      } catch (const Error& e) {
-        throw bad_request("chat template: " + client_message(e.what()), "messages");
-      }
-      ids = tok->encode(rendered, /*add_special_tokens=*/false);  // the template has them
-    } else if (auto* text = std::get_if<std::string>(&r.prompt)) {
-      if (!tok) throw bad_request("this model has no tokenizer.json: send the prompt as token ids", "prompt");
-      ids = tok->encode(*text, /*add_special_tokens=*/true);
-    } else {
-      ids = std::get<std::vector<int>>(r.prompt);
-    }
-    if (!r.max_tokens_set) {
-      r.params.max_tokens = std::max(1, max_model_len_ - int(ids.size()));
-      r.params.min_tokens = std::min(r.params.min_tokens, r.params.max_tokens);
-    }
-    Prompt p(std::move(ids));
+    Prompt p(std::move(ch->req_.prompt_ids));
     p.add_special_tokens = false;
-    ch->request_id_ = llm_.add_request_streaming(p, r.params);
+    ch->request_id_ = llm_.add_request_streaming(p, ch->req_.params);
     ch->in_engine_ = true;
     live_[ch->request_id_] = ch;
-  } catch (const ApiError& e) {
-    ch->fail(e);
-  } catch (const Error& e) {
-    ch->fail(bad_request(client_message(e.what()), r.chat ? "messages" : "prompt"));
+  } catch (const Error& e) {  // e.g. a token id outside the vocabulary
+    ch->fail(bad_request(client_message(e.what()), "prompt"));
   } catch (const std::exception& e) {
     ch->fail(ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
   }
@@ -164,6 +142,7 @@ void EngineLoop::dispatch(std::vector<StreamDelta> deltas) {
     auto it = live_.find(d.request_id);
     if (it == live_.end()) continue;
     Channel& ch = *it->second;
+    ch.delivered_ = true;
     const size_t n = d.token_ids.size();
     if (n > 0) {
       size_t gaps = n;
@@ -192,19 +171,24 @@ void EngineLoop::dispatch(std::vector<StreamDelta> deltas) {
   }
 }
 
-// After an engine exception the batch state is unknown: end every live request with an error.
+// After an engine exception the batch state is unknown: end every live request with an error
+// (a final "error" delta for streams that have output, a 500 for the others).
 void EngineLoop::fail_all_live(const std::string& message) {
   for (auto& [id, ch] : live_) {
     try {
       llm_.abort(id);
     } catch (...) {
     }
+    metrics_.count_finished("error");
+    if (!ch->delivered_) {
+      ch->fail(ApiError(500, message, "server_error", "", "engine_error"));
+      continue;
+    }
     StreamDelta d;
     d.request_id = id;
     d.finished = true;
     d.finish_reason = "error";
     d.error = message;
-    metrics_.count_finished("error");
     ch->push(std::move(d));
   }
   live_.clear();
@@ -212,6 +196,16 @@ void EngineLoop::fail_all_live(const std::string& message) {
     (void)llm_.take_stream_deltas();
   } catch (...) {
   }
+}
+
+void EngineLoop::fail_queued(const ApiError& e) {
+  std::deque<std::shared_ptr<Channel>> queued;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queued.swap(pending_);
+    aborts_.clear();
+  }
+  for (auto& ch : queued) ch->fail(e);
 }
 
 void EngineLoop::run() {
@@ -249,14 +243,22 @@ void EngineLoop::run() {
       for (auto& ch : aborts)
         if (ch->in_engine_ && live_.count(ch->request_id_)) llm_.abort(ch->request_id_);
       if (!llm_.is_finished()) {
+        if (fault_after_steps_ >= 0 && steps_ >= fault_after_steps_)
+          throw Error("injected engine fault after " + std::to_string(steps_) + " steps (test hook)");
         (void)llm_.step();  // finished requests also arrive as final stream deltas
+        ++steps_;
+        if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
         const int bs = llm_.last_step_stats().num_seqs;
         if (bs > 0) metrics_.batch_size.observe(bs);
       }
       dispatch(llm_.take_stream_deltas());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "nanovllm: engine error: %s\n", e.what());
+      std::fprintf(stderr, "nanovllm: engine error, the engine is dead: %s\n", e.what());
+      dead_ = true;
       fail_all_live(std::string("engine error: ") + client_message(e.what()));
+      fail_queued(engine_dead_error());
+      publish();
+      return;  // dead: stop() only joins
     }
     busy = !llm_.is_finished();
     publish();

@@ -1,8 +1,11 @@
 // The bridge between HTTP handler threads and the (not thread-safe) engine. One engine thread
-// owns the LLM: it takes submissions from a mutex-protected queue, renders/tokenizes prompts,
-// adds them to the running batch at the next step (continuous batching across HTTP requests),
-// steps the engine while there is work, and routes stream deltas to per-request Channels.
-// When idle it sleeps on a condition variable.
+// owns the LLM: it takes submissions (token ids: prompts are rendered and tokenized on the
+// handler threads, prompt_prep.h, never here) from a mutex-protected queue, adds them to the
+// running batch at the next step (continuous batching across HTTP requests), steps the engine
+// while there is work, and routes stream deltas to per-request Channels. When idle it sleeps
+// on a condition variable. An exception from step() leaves the batch state unknown: the loop
+// ends every live request with an error and is dead from then on (submissions get 503,
+// /health answers 503), as vLLM does when its engine core dies.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -16,13 +19,19 @@
 #include <vector>
 
 #include "nanovllm/llm.h"
+#include "nanovllm/sampling_params.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
-#include "server/openai_request.h"
 
 namespace nanovllm::server {
 
 using Clock = std::chrono::steady_clock;
+
+// What the engine thread needs of a request: prepared token ids and final sampling parameters.
+struct EngineRequest {
+  std::vector<int> prompt_ids;
+  SamplingParams params;
+};
 
 // One request's output: the engine thread pushes, the handler thread pops.
 class Channel {
@@ -49,11 +58,12 @@ class Channel {
   bool done_ = false;
 
   // Engine-thread-only state.
-  GenerationRequest req_;
+  EngineRequest req_;
   Clock::time_point arrival_, last_token_;
   uint64_t request_id_ = 0;
   bool in_engine_ = false;
   bool got_first_ = false;
+  bool delivered_ = false;  // a delta was pushed (so a failure must arrive as a final delta)
 };
 
 class EngineLoop {
@@ -66,16 +76,24 @@ class EngineLoop {
   // and joins the engine thread. Idempotent.
   void stop();
 
-  // Handler threads. submit() throws ApiError 503 when the queue is full or stopping.
-  std::shared_ptr<Channel> submit(GenerationRequest req, Clock::time_point arrival);
+  // Handler threads. submit() throws ApiError 503 when the queue is full, stopping or dead.
+  std::shared_ptr<Channel> submit(EngineRequest req, Clock::time_point arrival);
   void abort(const std::shared_ptr<Channel>& ch);  // e.g. the client went away
   EngineSnapshot snapshot() const;
+  // True after an engine failure: nothing more is served (/health answers 503).
+  bool dead() const { return dead_.load(); }
+
+  // Tests (call before start()): step() throws after this many successful steps; each step
+  // takes at least `delay` (so that a client can leave while its request is still generating).
+  void inject_fault_after_steps(int64_t steps) { fault_after_steps_ = steps; }
+  void inject_step_delay(std::chrono::milliseconds delay) { step_delay_ = delay; }
 
  private:
   void run();
   void admit(const std::shared_ptr<Channel>& ch);
   void dispatch(std::vector<StreamDelta> deltas);
   void fail_all_live(const std::string& message);
+  void fail_queued(const ApiError& e);
   void publish();
 
   LLM& llm_;
@@ -88,7 +106,11 @@ class EngineLoop {
   std::deque<std::shared_ptr<Channel>> pending_;
   std::vector<std::shared_ptr<Channel>> aborts_;
   bool stopping_ = false;
+  std::atomic<bool> dead_{false};
   std::atomic<int> engine_waiting_{0};
+  int64_t fault_after_steps_ = -1;
+  std::chrono::milliseconds step_delay_{0};
+  int64_t steps_ = 0;
 
   std::unordered_map<uint64_t, std::shared_ptr<Channel>> live_;  // engine thread only
 
@@ -96,8 +118,5 @@ class EngineLoop {
   EngineSnapshot snap_;
   std::thread thread_;
 };
-
-// Strips the "[error at file:line]" / "[check failed: ...]" suffix of nanovllm::Error messages.
-std::string client_message(const std::string& what);
 
 }  // namespace nanovllm::server

@@ -2,7 +2,9 @@
 // or stream it as server-sent events through a chunked content provider.
 #include <chrono>
 #include <ctime>
+#include <optional>
 
+#include "server/guarded_server.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
@@ -19,6 +21,27 @@ void set_error(httplib::Response& res, const ApiError& e) {
 }
 
 namespace {
+
+// The client went away while its request waited: there is nobody to answer (499, as nginx
+// logs it), and the connection is closed.
+struct ClientGone {};
+
+// Whether the client of the request on this thread has disconnected (no connection: a test).
+bool client_gone() {
+  Connection* c = GuardedServer::current_connection();
+  return c && c->peer_closed();
+}
+
+// Counts a generation request as in flight until destroyed (or handed to a stream's releaser).
+struct InFlight {
+  explicit InFlight(ServerContext& c) : ctx(&c) { ctx->active_requests++; }
+  InFlight(InFlight&& o) noexcept : ctx(o.ctx) { o.ctx = nullptr; }
+  InFlight(const InFlight&) = delete;
+  ~InFlight() {
+    if (ctx) ctx->active_requests--;
+  }
+  ServerContext* ctx;
+};
 
 // Everything a response needs besides the engine output.
 struct ResponsePlan {
@@ -45,10 +68,11 @@ ApiError engine_error(const StreamDelta& d, const ResponsePlan& plan) {
 }
 
 // Waits for the first delta (or failure) so that errors become a proper status code even for
-// streaming requests; returns the deltas received so far.
+// streaming requests; returns the deltas received so far. Throws ClientGone if the client
+// disconnects first (prefill of a long prompt, or a long queue).
 std::vector<StreamDelta> wait_first(Channel& ch, const ResponsePlan& plan) {
   for (;;) {
-    Channel::Batch b = ch.wait(1000ms);
+    Channel::Batch b = ch.wait(100ms);
     if (b.error) throw *b.error;
     if (!b.deltas.empty()) {
       const StreamDelta& d = b.deltas.front();
@@ -56,6 +80,7 @@ std::vector<StreamDelta> wait_first(Channel& ch, const ResponsePlan& plan) {
       return std::move(b.deltas);
     }
     if (b.done) throw ApiError(500, "request ended without output", "server_error");
+    if (client_gone()) throw ClientGone{};
   }
 }
 
@@ -67,6 +92,7 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
   std::vector<StreamDelta> batch = std::move(first);
   const StreamDelta* last = nullptr;
   StreamDelta final_delta;
+  auto next_check = Clock::now() + 100ms;
   for (;;) {
     for (auto& d : batch) {
       text += d.text;
@@ -76,10 +102,16 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
       last = &final_delta;
     }
     if (last && last->finished) break;
-    Channel::Batch b = ch.wait(1000ms);
+    Channel::Batch b = ch.wait(100ms);
     if (b.error) throw *b.error;
     if (b.done && b.deltas.empty()) break;
     batch = std::move(b.deltas);
+    // Nobody waits for this answer any more: stop generating it (the caller aborts). Checked
+    // every 100 ms however fast the tokens come.
+    if (Clock::now() >= next_check) {
+      if (client_gone()) throw ClientGone{};
+      next_check = Clock::now() + 100ms;
+    }
   }
   if (!last) throw ApiError(500, "request ended without output", "server_error");
   if (last->finish_reason == "error") throw engine_error(*last, plan);
@@ -99,6 +131,7 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
 // State of one SSE stream, shared by the content provider and its releaser.
 struct StreamState {
   ServerContext* ctx = nullptr;
+  std::optional<InFlight> in_flight;  // released when the stream ends
   std::shared_ptr<Channel> ch;
   ResponsePlan plan;
   std::vector<StreamDelta> buffered;
@@ -142,13 +175,13 @@ struct StreamState {
 };
 
 void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector<StreamDelta> first,
-                    const ResponsePlan& plan, httplib::Response& res) {
+                    const ResponsePlan& plan, InFlight in_flight, httplib::Response& res) {
   auto st = std::make_shared<StreamState>();
   st->ctx = &ctx;
   st->ch = std::move(ch);
   st->plan = plan;
   st->buffered = std::move(first);
-  ctx.active_streams++;
+  st->in_flight.emplace(std::move(in_flight));
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -182,17 +215,23 @@ void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector
         // The stream ended (completed, client gone, or server stopping): make sure the engine
         // stops generating for it and frees its KV blocks.
         if (!st->ch->done()) st->ctx->loop->abort(st->ch);
-        st->ctx->active_streams--;
+        st->in_flight.reset();
       });
 }
 
 }  // namespace
 
-void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat) {
   const auto arrival = Clock::now();
+  InFlight in_flight(ctx);
+  std::shared_ptr<Channel> ch;
   try {
     if (ctx.stopping) throw ApiError(503, "the server is shutting down", "service_unavailable");
-    GenerationRequest g = chat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+    if (ctx.loop->dead())
+      throw ApiError(503, "the engine failed and no longer serves requests; restart the server",
+                     "service_unavailable", "", "engine_dead");
+    GenerationRequest g = chat ? parse_chat_request(body, ctx.max_json_depth)
+                               : parse_completion_request(body, ctx.max_json_depth);
     if (!g.model.empty() && g.model != ctx.model_name && g.model != ctx.model_path)
       throw ApiError(404, "The model '" + g.model + "' does not exist; this server serves '" +
                               ctx.model_name + "'", "not_found_error", "model", "model_not_found");
@@ -205,21 +244,30 @@ void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::R
     plan.include_usage = g.include_usage;
     plan.logprobs = g.logprobs;
     plan.prompt_param = chat ? "messages" : "prompt";
-    auto ch = ctx.loop->submit(std::move(g), arrival);
-    std::vector<StreamDelta> first;
-    try {
-      first = wait_first(*ch, plan);
-    } catch (...) {
-      if (!ch->done()) ctx.loop->abort(ch);
-      throw;
+    // Template rendering and tokenization here, on this handler thread, a bounded number at once.
+    EngineRequest prepared;
+    {
+      PrepGate::Slot slot = ctx.prep->acquire(arrival + ctx.prep_timeout, client_gone);
+      if (!slot.held()) throw ClientGone{};
+      prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
     }
-    if (plan.stream) respond_stream(ctx, ch, std::move(first), plan, res);
+    ch = ctx.loop->submit(std::move(prepared), arrival);
+    std::vector<StreamDelta> first = wait_first(*ch, plan);
+    if (plan.stream) respond_stream(ctx, ch, std::move(first), plan, std::move(in_flight), res);
     else respond_full(ctx, *ch, std::move(first), plan, res);
+    return;
+  } catch (const ClientGone&) {
+    res.status = 499;  // logged, never delivered: the socket is shut so nothing is written
+    if (Connection* c = GuardedServer::current_connection()) {
+      c->set_close();
+      c->shutdown_now();
+    }
   } catch (const ApiError& e) {
     set_error(res, e);
   } catch (const std::exception& e) {
     set_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
   }
+  if (ch && !ch->done()) ctx.loop->abort(ch);  // failed or abandoned: free its KV blocks now
 }
 
 }  // namespace nanovllm::server

@@ -1,12 +1,14 @@
 // HTTP handlers shared by http_server.cc (routing) and generate_handler.cc (generation).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <string>
 
 #include "server/api_error.h"
 #include "server/engine_loop.h"
 #include "server/httplib_include.h"
 #include "server/metrics.h"
+#include "server/prompt_prep.h"
 
 namespace nanovllm {
 class Tokenizer;
@@ -17,17 +19,28 @@ namespace nanovllm::server {
 struct ServerContext {
   EngineLoop* loop = nullptr;
   ServerMetrics* metrics = nullptr;
+  PrepGate* prep = nullptr;
   const Tokenizer* tokenizer = nullptr;  // immutable and thread-safe; null without tokenizer.json
   std::string model_name;                // served model name
   std::string model_path;                // --model (also accepted as a model name)
+  int max_model_len = 0;
+  size_t max_body_bytes = 8u << 20;
+  size_t max_json_depth = 128;
+  std::chrono::milliseconds prep_timeout{60000};  // longest wait for a tokenizer slot
   std::atomic<bool> stopping{false};
-  std::atomic<int> active_streams{0};
+  std::atomic<int> active_requests{0};  // generation requests in flight (the drain waits for them)
 };
 
 // Writes `e` as the response (status, JSON error object, Retry-After for 503).
 void set_error(httplib::Response& res, const ApiError& e);
 
-// POST /v1/completions (chat = false) and /v1/chat/completions (chat = true).
-void handle_generate(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat);
+class GuardedServer;
+
+// Every route and hook of the server on `svr` (routes.cc); `api_key` "" = no authentication.
+void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& api_key);
+
+// POST /v1/completions (chat = false) and /v1/chat/completions (chat = true); `body` is the
+// request body, already read within the size limit.
+void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat);
 
 }  // namespace nanovllm::server

@@ -1,142 +1,96 @@
-// Server setup: routes, authentication, error bodies, worker pool, listening socket, signals.
+// Server setup: options, the engine loop, the listening socket, and the SIGTERM drain
+// (routes: routes.cc).
 #include "server/http_server.h"
 
-#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <thread>
 
 #include "nanovllm/llm.h"
+#include "server/guarded_server.h"
 #include "server/handlers.h"
+#include "server/signals.h"
 #include "util/check.h"
 
 namespace nanovllm::server {
 
 using nlohmann::json;
+using namespace std::chrono_literals;
 
-namespace {
-// Self-pipe: the handler only write()s (async-signal-safe); the shutdown thread read()s. A handler
-// (not sigwait) because libraries start threads before main (e.g. OpenBLAS), and a signal
-// delivered to one of those would otherwise take the default action and kill the process.
-int g_signal_pipe[2] = {-1, -1};
+void install_shutdown_handlers() { install_signal_pipe(); }
 
-extern "C" void on_shutdown_signal(int sig) {
-  const unsigned char b = static_cast<unsigned char>(sig);
-  if (g_signal_pipe[1] >= 0) (void)!::write(g_signal_pipe[1], &b, 1);
-}
-}  // namespace
-
-void install_shutdown_handlers() {
-  if (g_signal_pipe[0] < 0) NV_CHECK(::pipe(g_signal_pipe) == 0, "pipe() failed");
-  struct sigaction sa {};
-  sa.sa_handler = on_shutdown_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  // A client that disconnects must not kill the process when we write to its socket.
-  signal(SIGPIPE, SIG_IGN);
+void validate(const ServerOptions& o) {
+  NV_CHECK(o.port >= 0 && o.port <= 65535, "--port must be in [0, 65535], got ", o.port);
+  NV_CHECK(o.max_waiting >= 0, "--max-waiting must be >= 0 (0: unbounded), got ", o.max_waiting);
+  NV_CHECK(o.max_connections >= 1, "--max-connections must be >= 1, got ", o.max_connections);
+  NV_CHECK(o.max_body_bytes >= 1, "--max-body-bytes must be >= 1");
+  NV_CHECK(o.max_json_depth >= 2 && o.max_json_depth <= 10000, "--max-json-depth must be in [2, 10000], got ",
+           o.max_json_depth);
+  for (auto [v, name] : {std::pair{o.header_timeout_s, "--header-timeout"}, {o.request_timeout_s, "--request-timeout"},
+                         {o.keep_alive_timeout_s, "--keep-alive-timeout"}})
+    NV_CHECK(v > 0 && v <= 86400, name, " must be in (0, 86400] seconds, got ", v);
+  NV_CHECK(o.shutdown_timeout_s >= 0 && o.shutdown_timeout_s <= 86400,
+           "--shutdown-timeout must be in [0, 86400] seconds, got ", o.shutdown_timeout_s);
+  NV_CHECK(o.preprocess_threads >= 1, "--preprocess-threads must be >= 1, got ", o.preprocess_threads);
 }
 
 namespace {
 
-const char* status_message(int status) {
-  switch (status) {
-    case 400: return "bad request";
-    case 401: return "unauthorized";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 413: return "request body too large";
-    case 414: return "request URI too long";
-    default: return "error";
+std::chrono::milliseconds to_ms(double seconds) { return std::chrono::milliseconds(int64_t(seconds * 1000)); }
+
+// One thread per connection needs one descriptor per connection: raise the soft limit.
+void raise_fd_limit(int max_connections) {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  const rlim_t want = rlim_t(max_connections) + 256;
+  if (rl.rlim_cur < want) {
+    rl.rlim_cur = std::min(want, rl.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &rl);
   }
-}
-
-void install_routes(httplib::Server& svr, ServerContext& ctx, const ServerOptions& opt) {
-  svr.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ctx, req, res, false);
-  });
-  svr.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generate(ctx, req, res, true);
-  });
-  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
-    json model{{"id", ctx.model_name}, {"object", "model"}, {"created", int64_t(std::time(nullptr))},
-               {"owned_by", "nanovllm"}, {"root", ctx.model_path}};
-    res.set_content(dump_json(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
-  });
-  svr.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
-    if (ctx.stopping) {
-      set_error(res, ApiError(503, "the server is shutting down", "service_unavailable"));
-      return;
-    }
-    res.set_content("{\"status\":\"ok\"}", "application/json");
-  });
-  svr.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-    res.set_content(ctx.metrics->render(ctx.loop->snapshot()), "text/plain; version=0.0.4; charset=utf-8");
-  });
-
-  // Authentication for the OpenAI routes (vLLM does the same: /health and /metrics stay open).
-  const std::string api_key = opt.api_key;
-  svr.set_pre_routing_handler([api_key](const httplib::Request& req, httplib::Response& res) {
-    if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + api_key)
-      return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("WWW-Authenticate", "Bearer");
-    set_error(res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
-                            "authentication_error", "", "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // httplib's own failures (unknown route, body too large, unreadable request) have no body:
-  // give them an OpenAI error object.
-  svr.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string msg = status_message(res.status);
-    if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
-    std::string code = res.status == 404 ? "not_found" : res.status == 413 ? "payload_too_large" : "";
-    res.set_content(dump_json(error_json(res.status, msg, error_type_for_status(res.status), "", code)),
-                    "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    set_error(res, ApiError(500, "internal error: " + what, "server_error"));
-  });
-  svr.set_logger([&ctx](const httplib::Request&, const httplib::Response& res) {
-    ctx.metrics->count_http(res.status);
-  });
+  if (rl.rlim_cur < want)
+    std::fprintf(stderr, "nanovllm: warning: --max-connections %d needs %llu file descriptors, the limit is %llu\n",
+                 max_connections, (unsigned long long)want, (unsigned long long)rl.rlim_cur);
 }
 
 }  // namespace
 
 int run_server(LLM& llm, const ServerOptions& opt) {
+  validate(opt);
   install_shutdown_handlers();
+  raise_fd_limit(opt.max_connections);
   ServerMetrics metrics;
   EngineLoop loop(llm, metrics, opt.max_waiting);
+  if (opt.test_fault_after_steps >= 0) loop.inject_fault_after_steps(opt.test_fault_after_steps);
+  if (opt.test_step_delay_ms > 0) loop.inject_step_delay(std::chrono::milliseconds(opt.test_step_delay_ms));
+  PrepGate prep(opt.preprocess_threads, opt.max_waiting);
   ServerContext ctx;
   ctx.loop = &loop;
   ctx.metrics = &metrics;
+  ctx.prep = &prep;
   ctx.tokenizer = llm.tokenizer();
   ctx.model_path = llm.config().model;
   ctx.model_name = opt.served_model_name.empty() ? ctx.model_path : opt.served_model_name;
+  ctx.max_model_len = llm.config().max_model_len;
+  ctx.max_body_bytes = opt.max_body_bytes;
+  ctx.max_json_depth = opt.max_json_depth;
+  ctx.prep_timeout = to_ms(opt.request_timeout_s);
 
-  httplib::Server svr;
-  const int threads = std::max(opt.http_threads, 256);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  ConnLimits limits;
+  limits.header_timeout = to_ms(opt.header_timeout_s);
+  limits.request_timeout = to_ms(opt.request_timeout_s);
+  limits.keep_alive_timeout = to_ms(opt.keep_alive_timeout_s);
+  // Chunk framing costs bytes too; a body needs at most about twice its size on the wire
+  // unless it is sent in chunks of a few bytes.
+  limits.max_body_wire_bytes = 2 * opt.max_body_bytes + (64 << 10);
+  limits.linger_bytes = limits.max_body_wire_bytes;
+  GuardedServer svr(limits, opt.max_connections);
+  // A thread per connection; a few beyond the limit so that refusals (503) are answered at once.
+  const size_t threads = size_t(opt.max_connections) + 32;
+  svr.new_task_queue = [threads] { return new ConnectionThreads(threads); };
   svr.set_payload_max_length(opt.max_body_bytes);
-  svr.set_keep_alive_timeout(5);
-  svr.set_read_timeout(30);
-  svr.set_write_timeout(30);
   int listen_fd = -1;
   // SO_REUSEADDR only (httplib's default SO_REUSEPORT would let two servers share a port).
   svr.set_socket_options([&listen_fd](socket_t sock) {
@@ -144,7 +98,7 @@ int run_server(LLM& llm, const ServerOptions& opt) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd = sock;
   });
-  install_routes(svr, ctx, opt);
+  install_routes(svr, ctx, opt.api_key);
 
   int port = opt.port;
   if (opt.port == 0) {
@@ -155,34 +109,44 @@ int run_server(LLM& llm, const ServerOptions& opt) {
              " (address in use or not available)");
   }
   // httplib listens with a backlog of 5; hundreds of clients connecting at once need more.
-  if (listen_fd >= 0) ::listen(listen_fd, 4096);
+  NV_CHECK(listen_fd >= 0, "the listening socket was not created");
+  ::listen(listen_fd, 4096);
 
   loop.start();
-  // Shutdown: the first SIGINT/SIGTERM stops accepting, aborts in-flight requests (streams get a
-  // final chunk and [DONE]), and ends listen_after_bind().
+  std::atomic<bool> listen_returned{false};
+  // Shutdown: the first SIGINT/SIGTERM stops accepting and drains; a second one exits at once.
   std::thread signals([&] {
-    unsigned char sig = 0;
-    while (::read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
+    auto exit_on_second = [](int sig) {
+      if (sig <= 0) return;
+      std::fprintf(stderr, "nanovllm: second signal %d: exiting now\n", sig);
+      std::_Exit(128 + sig);
+    };
+    const int sig = wait_for_signal(-1);
     if (sig == 0) return;  // woken by run_server itself: nothing to stop
-    std::fprintf(stderr, "nanovllm: signal %d: shutting down\n", int(sig));
+    std::fprintf(stderr, "nanovllm: signal %d: draining for up to %.1f s (a second signal exits at once)\n", sig,
+                 opt.shutdown_timeout_s);
     ctx.stopping = true;
-    loop.stop();
-    // Let streams write their last chunks before the sockets close (bounded wait).
-    for (int i = 0; i < 200 && ctx.active_streams.load() > 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    svr.stop();
+    // No new connections: shut the listening socket down, so that accept() fails and the accept
+    // loop ends. Not svr.stop(): httplib then cuts every chunked response (SSE streams) short.
+    ::shutdown(listen_fd, SHUT_RDWR);
+    svr.drain();  // keep-alive ends, connections between requests close
+    const auto deadline = Clock::now() + to_ms(opt.shutdown_timeout_s);
+    while (ctx.active_requests.load() > 0 && Clock::now() < deadline) exit_on_second(wait_for_signal(20));
+    if (ctx.active_requests.load() > 0)
+      std::fprintf(stderr, "nanovllm: aborting %d request(s) still in flight\n", ctx.active_requests.load());
+    loop.stop();  // aborts the rest: streams end with finish_reason "abort" and [DONE]
+    const auto flush_deadline = Clock::now() + 2s;  // for those last chunks to be written
+    while (ctx.active_requests.load() > 0 && Clock::now() < flush_deadline) exit_on_second(wait_for_signal(20));
+    svr.close_all();
+    while (!listen_returned.load()) exit_on_second(wait_for_signal(50));
   });
 
   std::printf("nanovllm: listening on http://%s:%d\n", opt.host.c_str(), port);
   std::fflush(stdout);
-  const bool ok = svr.listen_after_bind();
+  const bool ok = svr.listen_after_bind();  // returns once every connection thread has ended
+  listen_returned = true;
   const bool by_signal = ctx.stopping;
-  if (!by_signal) {  // listen failed on its own: wake the signal thread so it can end
-    ctx.stopping = true;
-    const unsigned char zero = 0;
-    (void)!::write(g_signal_pipe[1], &zero, 1);
-  }
+  if (!by_signal) wake_signal_waiter();  // listen failed on its own: let the signal thread end
   signals.join();
   loop.stop();
   std::fprintf(stderr, "nanovllm: server stopped\n");

@@ -82,7 +82,7 @@ void metric(std::string& out, const std::string& name, const char* type, const c
 }
 }  // namespace
 
-std::string ServerMetrics::render(const EngineSnapshot& s) const {
+std::string ServerMetrics::render(const EngineSnapshot& s, const FrontendSnapshot& f) const {
   std::string out;
   const EngineStats& e = s.stats;
   {
@@ -116,6 +116,13 @@ std::string ServerMetrics::render(const EngineSnapshot& s) const {
   metric(out, "nanovllm_engine_steps_total", "counter", "Engine steps.", double(e.steps));
   metric(out, "nanovllm_batch_size_current", "gauge", "Sequences in the latest engine step.", s.last_batch_size);
   metric(out, "nanovllm_batch_size_max", "gauge", "Largest number of sequences in one engine step.", e.max_batch_size);
+  metric(out, "nanovllm_http_connections", "gauge", "Open HTTP connections.", f.connections);
+  metric(out, "nanovllm_http_connections_evicted_total", "counter",
+         "Connections without a complete request closed to admit a new one.", double(f.connections_evicted));
+  metric(out, "nanovllm_http_connections_refused_total", "counter", "Connections refused with 503.",
+         double(f.connections_refused));
+  metric(out, "nanovllm_engine_dead", "gauge", "1 after an engine failure (nothing more is served).",
+         f.engine_dead ? 1 : 0);
   batch_size.render(out, "nanovllm_batch_size", "Sequences per engine step.");
   ttft.render(out, "nanovllm_time_to_first_token_seconds", "Time from request arrival to the first token.");
   itl.render(out, "nanovllm_inter_token_latency_seconds", "Time between consecutive tokens of a request.");

@@ -36,6 +36,14 @@ struct EngineSnapshot {
   int queued = 0;           // submitted over HTTP, not yet handed to the engine
 };
 
+// The HTTP front end's state (connection registry, engine liveness) at render time.
+struct FrontendSnapshot {
+  int connections = 0;               // open connections
+  int64_t connections_evicted = 0;   // shut down to admit a new one (idle / slow headers)
+  int64_t connections_refused = 0;   // refused with 503 (every connection busy, or draining)
+  bool engine_dead = false;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
@@ -49,7 +57,7 @@ class ServerMetrics {
   Histogram e2e;         // seconds from HTTP arrival to the last token
   Histogram batch_size;  // sequences per engine step
 
-  std::string render(const EngineSnapshot& s) const;
+  std::string render(const EngineSnapshot& s, const FrontendSnapshot& f = {}) const;
 
  private:
   mutable std::mutex mu_;

@@ -6,6 +6,7 @@
 
 #include "server/api_error.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm::server {
 namespace {
@@ -71,12 +72,17 @@ std::vector<int> get_token_ids(const json& arr, const char* key) {
   return ids;
 }
 
-json parse_body(const std::string& body) {
+// Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
+json parse_body(const std::string& body, size_t max_json_depth) {
   json j;
   try {
-    j = json::parse(body);
-  } catch (const json::parse_error& e) {
-    throw bad_request(std::string("request body is not valid JSON: ") + e.what(), "", "invalid_json");
+    JsonLimits limits;
+    limits.max_depth = max_json_depth;
+    j = parse_json(body, "request body", limits);
+  } catch (const Error& e) {
+    std::string msg = client_message(e.what());
+    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
+    throw bad_request(msg, "", "invalid_json");
   }
   if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
   return j;
@@ -195,8 +201,8 @@ std::string content_to_text(const json& content, size_t index) {
 
 }  // namespace
 
-GenerationRequest parse_completion_request(const std::string& body) {
-  const json b = parse_body(body);
+GenerationRequest parse_completion_request(const std::string& body, size_t max_json_depth) {
+  const json b = parse_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = false;
   const json* pr = field(b, "prompt");
@@ -243,8 +249,8 @@ GenerationRequest parse_completion_request(const std::string& body) {
   return r;
 }
 
-GenerationRequest parse_chat_request(const std::string& body) {
-  const json b = parse_body(body);
+GenerationRequest parse_chat_request(const std::string& body, size_t max_json_depth) {
+  const json b = parse_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = true;
   const json* msgs = field(b, "messages");

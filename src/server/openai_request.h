@@ -26,9 +26,13 @@ struct GenerationRequest {
   bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
 };
 
-// `body` is the raw request body. Throws ApiError (400) for malformed JSON, wrong types and
-// invalid values.
-GenerationRequest parse_completion_request(const std::string& body);
-GenerationRequest parse_chat_request(const std::string& body);
+// Default nesting limit of request bodies (`serve --max-json-depth`).
+inline constexpr size_t kDefaultRequestJsonDepth = 128;
+
+// `body` is the raw request body. Throws ApiError (400) for malformed JSON (numbers out of
+// range included), JSON nested deeper than `max_json_depth`, wrong types and invalid values.
+GenerationRequest parse_completion_request(const std::string& body,
+                                           size_t max_json_depth = kDefaultRequestJsonDepth);
+GenerationRequest parse_chat_request(const std::string& body, size_t max_json_depth = kDefaultRequestJsonDepth);
 
 }  // namespace nanovllm::server

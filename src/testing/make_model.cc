@@ -17,6 +17,7 @@
 #include "loader/safetensors_writer.h"
 #include "testing/random_normal.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 #include "util/tensor.h"
 #include "util/thread_pool.h"
 
@@ -133,8 +134,12 @@ void write_json(const fs::path& p, const nlohmann::ordered_json& j) {
 
 // bos/eos ids named by a tokenizer_config.json (added_tokens_decoder + bos_token/eos_token).
 void ids_from_tokenizer_config(const fs::path& p, int* bos, int* eos) {
-  std::ifstream in(p);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  try {
+    j = read_json_file(p.string());
+  } catch (const Error&) {
+    return;  // best effort: no ids from an unreadable file
+  }
   if (!j.is_object() || !j.contains("added_tokens_decoder")) return;
   auto find = [&](const char* key, int* out) {
     if (!j.contains(key) || !j[key].is_string()) return;

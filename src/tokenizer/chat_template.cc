@@ -6,8 +6,16 @@
 
 #include "tokenizer/jinja_interp.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
+
+// Copying or converting a json value recurses per nesting level: the depth is checked
+// (iteratively) first. The render context wraps the caller's values in one more object.
+template <class J>
+static void check_depth(const J& j, const char* what, size_t limit = kJsonMaxDepth) {
+  if (json_depth(j) > limit) NV_THROW(what, " nested deeper than ", limit, " levels");
+}
 
 std::shared_ptr<ChatTemplate> ChatTemplate::compile(const std::string& template_text) {
   auto t = std::shared_ptr<ChatTemplate>(new ChatTemplate());
@@ -37,11 +45,13 @@ std::shared_ptr<ChatTemplate> ChatTemplate::cached(const std::string& template_t
 
 std::string ChatTemplate::render(const nlohmann::json& context) const {
   NV_CHECK(context.is_object(), "chat template context must be a JSON object");
+  check_depth(context, "template input", kJsonMaxDepth + 1);
   return tmpl_->render(jinja::from_json(context));
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {
   NV_CHECK(context.is_object(), "chat template context must be a JSON object");
+  check_depth(context, "template input", kJsonMaxDepth + 1);
   return tmpl_->render(jinja::from_json(context));
 }
 
@@ -57,6 +67,9 @@ template <class J>
 static J build_context(const J& messages, bool add_generation_prompt, const J& extra_kwargs,
                        const std::string& bos_token, const std::string& eos_token, const J& tools) {
   NV_CHECK(messages.is_array(), "messages must be a JSON array");
+  check_depth(messages, "messages");
+  check_depth(extra_kwargs, "chat template kwargs");
+  check_depth(tools, "tools");
   NV_CHECK(extra_kwargs.is_null() || extra_kwargs.is_object(), "chat template kwargs must be a JSON object");
   J ctx = J::object();
   ctx["messages"] = messages;

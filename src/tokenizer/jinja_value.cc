@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm::jinja {
 
@@ -343,33 +344,42 @@ int compare(const Value& a, const Value& b) {
   NV_THROW("'<' not supported between instances of '", a.type_name(), "' and '", b.type_name(), "'");
 }
 
+// Recursive, so the depth is checked: every JSON reader limits nesting (util/json_bounded.h),
+// but a json value can also be built in code. Values nest no deeper than their source.
 template <class J>
-static Value from_json_impl(const J& j) {
+static Value from_json_impl(const J& j, size_t depth) {
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value(None{});
     case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
     case nlohmann::json::value_t::number_integer: return Value(j.template get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return Value(int64_t(j.template get<uint64_t>()));
+    case nlohmann::json::value_t::number_unsigned: {
+      const uint64_t u = j.template get<uint64_t>();
+      if (u > uint64_t(INT64_MAX)) return Value(double(u));  // no big ints: keep the sign right
+      return Value(int64_t(u));
+    }
     case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
     case nlohmann::json::value_t::string: return Value(j.template get<std::string>());
-    case nlohmann::json::value_t::array: {
-      List l;
-      l.reserve(j.size());
-      for (auto& x : j) l.push_back(from_json_impl(x));
-      return Value(std::move(l));
-    }
-    case nlohmann::json::value_t::object: {
-      auto d = std::make_shared<Dict>();
-      d->items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) d->items.emplace_back(it.key(), from_json_impl(it.value()));
-      return Value(std::move(d));
-    }
+    case nlohmann::json::value_t::array:
+    case nlohmann::json::value_t::object: break;
     default: return Value(None{});
   }
+  // kJsonMaxDepth levels of the caller's values inside the one object of the render context.
+  if (depth >= kJsonMaxDepth + 1)
+    NV_THROW("template input nested deeper than ", kJsonMaxDepth + 1, " levels");
+  if (j.is_array()) {
+    List l;
+    l.reserve(j.size());
+    for (auto& x : j) l.push_back(from_json_impl(x, depth + 1));
+    return Value(std::move(l));
+  }
+  auto d = std::make_shared<Dict>();
+  d->items.reserve(j.size());
+  for (auto it = j.begin(); it != j.end(); ++it) d->items.emplace_back(it.key(), from_json_impl(it.value(), depth + 1));
+  return Value(std::move(d));
 }
 
-Value from_json(const nlohmann::json& j) { return from_json_impl(j); }
-Value from_json(const nlohmann::ordered_json& j) { return from_json_impl(j); }
+Value from_json(const nlohmann::json& j) { return from_json_impl(j, 0); }
+Value from_json(const nlohmann::ordered_json& j) { return from_json_impl(j, 0); }
 
 static size_t utf8_len_at(const std::string& s, size_t i) {
   unsigned char c = s[i];

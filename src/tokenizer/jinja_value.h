@@ -131,6 +131,9 @@ std::string to_json(const Value& v, const JsonOptions& opt = {});
 bool equals(const Value& a, const Value& b);
 int compare(const Value& a, const Value& b);
 
+// JSON -> template values. Throws nanovllm::Error when containers nest deeper than
+// kJsonMaxDepth + 1 (util/json_bounded.h: the limit every JSON reader applies, plus the render
+// context object), so the recursion is bounded.
 Value from_json(const nlohmann::json& j);
 Value from_json(const nlohmann::ordered_json& j);
 

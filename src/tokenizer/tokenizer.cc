@@ -2,7 +2,9 @@
 // (added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor; ids -> decoder).
 #include "tokenizer/tokenizer.h"
 
+#include <cctype>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <unordered_map>
 
@@ -15,6 +17,7 @@
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/utf8.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 
@@ -58,6 +61,8 @@ struct Tokenizer::Impl {
   int bos_id = -1, eos_id = -1;
   std::vector<int> eos_ids;
   bool add_bos = false, add_eos = false, cleanup = false;
+  bool byte_level_decoder = false;  // a ByteLevel step in the decoder: token chars map to bytes
+  int context_id = -1;              // token_bytes: a plain token to decode others after
 
   void load(const std::string& json_text, const std::string& config_text, const std::string& gen_text);
   void encode_text(std::string& text, bool at_start, std::vector<int>& ids) const;
@@ -94,6 +99,15 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
   pre_tokenizer = make_pre_tokenizer(get("pre_tokenizer"));
   post_processor = make_post_processor(get("post_processor"));
   decoder = make_decoder(get("decoder"));
+  std::function<bool(const nlohmann::json&)> has_byte_level = [&](const nlohmann::json& d) {
+    if (!d.is_object() || !d.contains("type") || !d["type"].is_string()) return false;
+    if (d["type"] == "ByteLevel") return true;
+    if (d["type"] == "Sequence" && d.contains("decoders") && d["decoders"].is_array())
+      for (auto& x : d["decoders"])
+        if (has_byte_level(x)) return true;
+    return false;
+  };
+  byte_level_decoder = has_byte_level(get("decoder"));
 
   // Id table: model vocabulary, then added tokens (which may reuse model ids).
   int max_id = model->max_id();
@@ -125,6 +139,10 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
       if (decoder && decoder->uses_byte_fallback() && parse_byte_token(t, &b)) id_flags[id] |= kFallbackByte;
     }
   }
+  for (int id = 0; id <= model->max_id() && context_id < 0; ++id) {  // first token of one ASCII letter
+    std::string_view t = id_tok[id];
+    if (t.size() == 1 && std::isalpha(static_cast<unsigned char>(t[0]))) context_id = id;
+  }
   std::vector<AddedToken> raw_tokens, norm_tokens;
   std::vector<std::string> raw_pats, norm_pats;
   added_content.reserve(added.size());
@@ -148,7 +166,7 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
   norm_matcher.build(std::move(norm_tokens), std::move(norm_pats));
 
   if (!config_text.empty()) {
-    config = nlohmann::json::parse(config_text);
+    config = parse_json(config_text, "tokenizer_config.json");
     NV_CHECK(config.is_object(), "tokenizer_config.json must be a JSON object");
   }
   if (config.contains("chat_template") && config["chat_template"].is_string())
@@ -170,7 +188,7 @@ void Tokenizer::Impl::load(const std::string& json_text, const std::string& conf
   cleanup = cfg_bool("clean_up_tokenization_spaces");
   eos_id = lookup(eos);
   if (!gen_text.empty()) {
-    auto gen = nlohmann::json::parse(gen_text);
+    auto gen = parse_json(gen_text, "generation_config.json");
     if (gen.contains("eos_token_id")) {
       const auto& e = gen["eos_token_id"];
       if (e.is_number_integer()) eos_ids.push_back(e.get<int>());
@@ -306,6 +324,29 @@ bool Tokenizer::is_dropped(int id, bool skip) const {
 bool Tokenizer::is_fallback_byte(int id) const {
   const Impl& im = *impl_;
   return id >= 0 && id < static_cast<int>(im.id_flags.size()) && (im.id_flags[id] & kFallbackByte);
+}
+
+std::string Tokenizer::token_bytes(int id) const {
+  const Impl& im = *impl_;
+  if (is_dropped(id, false)) return "";
+  std::string_view t = im.id_tok[id];
+  unsigned char b;
+  if (is_fallback_byte(id) && parse_byte_token(t, &b)) return std::string(1, static_cast<char>(b));
+  if (im.byte_level_decoder) {  // as ByteLevelDec: chars -> bytes, else the raw token text
+    std::string out;
+    for (size_t i = 0; i < t.size();) {
+      int v = utf8::unicode_to_byte(utf8::next_cp(t, i));
+      if (v < 0) return std::string(t);
+      out.push_back(static_cast<char>(v));
+    }
+    return out;
+  }
+  // Other decoder chains (Metaspace, Replace + Strip...) may treat the first token specially:
+  // decode after a plain context token and keep what this id adds.
+  if (im.context_id < 0) return decode_raw(&id, 1, false);
+  int pair[2] = {im.context_id, id};
+  std::string ctx = decode_raw(pair, 1, false), both = decode_raw(pair, 2, false);
+  return both.compare(0, ctx.size(), ctx) == 0 ? both.substr(ctx.size()) : both;
 }
 
 int Tokenizer::vocab_size() const { return impl_->vocab_size; }

@@ -49,6 +49,10 @@ class Tokenizer {
   bool is_fallback_byte(int id) const;
   // True when decode(..., skip) drops this id (unknown, or special and skip).
   bool is_dropped(int id, bool skip_special_tokens) const;
+  // The bytes this id adds to the decoded text in the middle of a sequence, before UTF-8
+  // replacement and clean-up: a byte-fallback token's byte, a byte-level token's bytes, a
+  // SentencePiece "▁word" with its space. "" for unknown ids. (Used by constrained decoding.)
+  std::string token_bytes(int id) const;
 
   struct Impl;
 

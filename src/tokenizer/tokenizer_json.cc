@@ -5,6 +5,7 @@
 
 #include "tokenizer/utf8.h"
 #include "util/check.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm {
 namespace {
@@ -152,7 +153,7 @@ class Parser {
   // depth: 0 = the top-level object, 1 = inside "model" (where vocab/merges are intercepted).
   nlohmann::json parse_value(int depth, TokenizerJson* tj) {
     ws();
-    if (++nesting_ > 512) fail("nesting too deep");
+    if (++nesting_ > kJsonMaxDepth) fail("nesting deeper than kJsonMaxDepth (512) levels");
     nlohmann::json v;
     char c = peek();
     if (c == '{') {
@@ -298,7 +299,7 @@ class Parser {
   std::string_view s_;
   std::string scratch_;
   size_t pos_ = 0;
-  int nesting_ = 0;
+  size_t nesting_ = 0;
 };
 
 }  // namespace

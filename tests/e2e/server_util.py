@@ -3,7 +3,9 @@ streaming (SSE) HTTP requests on 127.0.0.1, Prometheus text parsing. Standard li
 import http.client
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -28,6 +30,23 @@ def make_tmpdir(prefix):
     if base and os.path.isdir(base):
         return tempfile.mkdtemp(prefix=prefix, dir=base)
     return tempfile.mkdtemp(prefix=prefix)
+
+
+def setup_tiny_model(prefix, seed=0):
+    """For a server test: (tmp dir, tiny random Qwen3 model dir), or a reason to skip (str) when
+    there is no binary or it was built without the HTTP server. The caller removes tmp."""
+    try:
+        binary = nanovllm_bin()
+    except RuntimeError as e:
+        return str(e)
+    probe = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0 and "without the HTTP server" in (probe.stdout + probe.stderr):
+        return "this nanovllm was built without the HTTP server (cpp-httplib not linked)"
+    tmp = make_tmpdir(prefix)
+    model = os.path.join(tmp, "tiny")
+    subprocess.run([binary, "make-model", "--arch", "qwen3", "--preset", "tiny", "--dtype", "f32", "--seed",
+                    str(seed), "--out", model], check=True, capture_output=True, timeout=300)
+    return tmp, model
 
 
 class Server:
@@ -148,6 +167,88 @@ class Server:
         if status != 200:
             raise AssertionError(f"/metrics status {status}")
         return parse_prometheus(data.decode())
+
+
+class RawClient:
+    """One TCP connection for hand-made (hostile) HTTP: send bytes, read what comes back."""
+
+    def __init__(self, port, timeout=10):
+        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        self.timeout = timeout
+
+    def send(self, data):
+        """False once the server has closed or reset the connection."""
+        try:
+            self.sock.sendall(data)
+            return True
+        except OSError:
+            return False
+
+    def readable(self):
+        """The server sent something, closed, or reset the connection."""
+        r, _, _ = select.select([self.sock], [], [], 0)
+        return bool(r)
+
+    def read_all(self):
+        """Everything until the server closes (or the timeout; a reset ends it too)."""
+        out = b""
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            try:
+                b = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+        self.close()
+        return out
+
+    def exchange(self, data, half_close=False):
+        self.send(data)
+        if half_close:
+            try:
+                self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        return self.read_all()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def stream_events(port, path, body, gaps, stop, timeout=120):
+    """Streams `body` and appends the time between consecutive SSE events to `gaps` (seconds)
+    until [DONE] or `stop` is set. Returns the number of events."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        last, n = time.time(), 0
+        while not stop.is_set():
+            line = r.readline()
+            if not line or line.strip() == b"data: [DONE]":
+                break
+            if line.startswith(b"data: "):
+                now = time.time()
+                gaps.append(now - last)
+                last, n = now, n + 1
+        return n
+    finally:
+        conn.close()
 
 
 def parse_prometheus(text):

@@ -101,11 +101,12 @@ def model_with_eos(model, tmp, eos_id):
     return out
 
 
-def cases(model, eos_model, first):
+def cases(model, eos_model, first, tmp):
     """flag -> (model, base options, options with the flag, expectation). Expectations:
     'differs' (the run must succeed and differ), 'error' (refused), 'differs-or-error'
     (--device cuda: refused without CUDA, a different run with it), 'cuda' (checked only where
-    CUDA runs; a no-op on the CPU by its documentation)."""
+    CUDA runs; a no-op on the CPU by its documentation), ('writes', path) (the run succeeds and
+    writes that file, which the run without the flag does not)."""
     greedy = {"--device": "cpu", "--temperature": 0, "--max-tokens": 8}
     sampled = {"--device": "cpu", "--temperature": 1.5, "--seed": 1, "--max-tokens": 16}
     long = dict(greedy, **{"--max-tokens": 32, "--ignore-eos": True})
@@ -130,6 +131,8 @@ def cases(model, eos_model, first):
         "--enforce-eager": (model, cuda, w(cuda, enforce_eager=True), "cuda"),
         "--tensor-parallel-size": (model, greedy, w(greedy, tensor_parallel_size=2), "error"),
         "--threads": (model, w(greedy, threads=2), w(greedy, threads=1), "differs"),
+        "--trace": (model, greedy, w(greedy, trace=os.path.join(tmp, "t.json")),
+                    ("writes", os.path.join(tmp, "t.json"))),
         # sampling flags
         "--temperature": (model, w(sampled, temperature=0), sampled, "differs"),
         "--top-k": (model, sampled, w(sampled, top_k=1), "differs"),
@@ -171,6 +174,19 @@ def check_effects(flags, table, cuda_runs):
         if expect == "cuda" and not cuda_runs:
             print(f"  {flag}: not checked (a CUDA-only flag; no CUDA device here)")
             continue
+        if isinstance(expect, tuple):  # ("writes", path)
+            path = expect[1]
+            _, berr = run(model, base)
+            wrote_before = os.path.exists(path)
+            _, cerr = run(model, changed)
+            written = os.path.exists(path) and os.path.getsize(path) > 0
+            if berr or cerr:
+                failures.append(f"{flag}: a run failed: {(berr or cerr)[-300:]}")
+            elif wrote_before or not written:
+                failures.append(f"{flag}: {path} was not written by the run with it (only)")
+            else:
+                print(f"  {flag}: writes {os.path.basename(path)} ({os.path.getsize(path)} bytes)")
+            continue
         b, berr = run(model, base)
         c, cerr = run(model, changed)
         if berr:
@@ -207,7 +223,7 @@ def main():
         first = greedy_first_output(model)
         eos_model = model_with_eos(model, tmp, first["token_ids"][2])
         _, cuda_err = run(model, {"--device": "cuda", "--max-tokens": 1})
-        table = cases(model, eos_model, first)
+        table = cases(model, eos_model, first, tmp)
         r.case("every documented flag changes the run (or is refused as documented)",
                check_effects, engine + sampling, table, cuda_err is None)
     finally:

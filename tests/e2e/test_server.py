@@ -438,19 +438,11 @@ def case_stories(tmp):
 
 
 def main():
-    try:
-        binary = U.nanovllm_bin()
-    except RuntimeError as e:
-        print(f"SKIP: {e}")
+    setup = U.setup_tiny_model("serve-")
+    if isinstance(setup, str):
+        print(f"SKIP: {setup}")
         return U.SKIP
-    probe = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True, timeout=60)
-    if probe.returncode != 0 and "without the HTTP server" in (probe.stdout + probe.stderr):
-        print("SKIP: this nanovllm was built without the HTTP server (cpp-httplib not linked)")
-        return U.SKIP
-    tmp = U.make_tmpdir("serve-")
-    model = os.path.join(tmp, "tiny")
-    subprocess.run([binary, "make-model", "--arch", "qwen3", "--preset", "tiny", "--dtype", "f32", "--seed", "0",
-                    "--out", model], check=True, capture_output=True, timeout=300)
+    tmp, model = setup
     run = U.Runner()
     try:
         with U.Server(["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--api-key", KEY,

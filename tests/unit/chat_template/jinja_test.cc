@@ -218,5 +218,42 @@ TEST(ChatTemplate, CompiledTemplateIsReusable) {
   EXPECT_EQ(ChatTemplate::cached("{{ 1 }}"), ChatTemplate::cached("{{ 1 }}"));
 }
 
+// JSON -> template values is depth-checked: nesting beyond kJsonMaxDepth (512) is an error,
+// not a stack overflow, whichever way the json value was built.
+TEST(ChatTemplate, DeeplyNestedInputIsAnErrorNotACrash) {
+  // Built by moves only: a copy of such a value would itself recurse 100,000 levels.
+  ojson deep = ojson::array();
+  for (int i = 0; i < 100000; ++i) {
+    ojson outer = ojson::array();
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  ojson m = ojson::object();
+  m["role"] = "user";
+  m["content"] = "hi";
+  m["x"] = std::move(deep);
+  ojson msgs = ojson::array();
+  msgs.push_back(std::move(m));
+  const std::string tmpl = "{% for m in messages %}{{ m.content }}{% endfor %}";
+  try {
+    apply_chat_template(tmpl, msgs, false, ojson::object(), "", "");
+    ADD_FAILURE() << "no error for 100,000 nested arrays";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 512 levels"), std::string::npos) << e.what();
+  }
+  // 500 levels (within the limit) render, tojson included.
+  ojson ok = 1;
+  for (int i = 0; i < 500; ++i) {
+    ojson outer = ojson::array();
+    outer.push_back(std::move(ok));
+    ok = std::move(outer);
+  }
+  ojson ctx = ojson::object();
+  ctx["v"] = std::move(ok);
+  EXPECT_EQ(R("{{ v|tojson }}", ctx).size(), 1000u + 1u);
+  // Unsigned values beyond int64 keep their sign.
+  EXPECT_EQ(R("{{ v > 0 }}", ojson{{"v", 18446744073709551615ull}}), "True");
+}
+
 }  // namespace
 }  // namespace nanovllm

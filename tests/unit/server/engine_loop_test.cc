@@ -1,51 +1,26 @@
 // EngineLoop with a real (random, tiny) model: continuous batching across submissions, aborts
-// free KV blocks, the waiting-queue bound, per-request errors, and stop() ending streams.
+// free KV blocks, the waiting-queue bound, per-request errors, stop() ending streams, and an
+// engine failure (injected) ending every request and leaving the loop dead.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <unistd.h>
-
-#include "testing/make_model.h"
-#include "nanovllm/llm.h"
 #include "server/engine_loop.h"
+#include "tiny_llm.h"
 
 namespace nanovllm::server {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 class EngineLoopTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("nv_server_test_" + std::to_string(::getpid())));
-    MakeModelOptions o;
-    o.preset = "tiny";
-    o.dtype = DType::F32;
-    o.out_dir = dir_->string();
-    o.threads = 2;
-    make_random_model(o);
-    Config c;
-    c.model = dir_->string();
-    c.num_threads = 2;
-    c.max_model_len = 256;
-    c.device = "cpu";
-    llm_ = new LLM(c);
-  }
-  static void TearDownTestSuite() {
-    delete llm_;
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    delete dir_;
-  }
+  static void SetUpTestSuite() { llm_ = &test_support::TinyLLM::get(); }
 
-  static GenerationRequest ids_request(std::vector<int> ids, int max_tokens) {
-    GenerationRequest r;
-    r.prompt = std::move(ids);
+  static EngineRequest ids_request(std::vector<int> ids, int max_tokens) {
+    EngineRequest r;
+    r.prompt_ids = std::move(ids);
     r.params.temperature = 0.f;
     r.params.max_tokens = max_tokens;
     r.params.ignore_eos = true;
-    r.max_tokens_set = true;
     return r;
   }
 
@@ -77,10 +52,8 @@ class EngineLoopTest : public ::testing::Test {
     return s;
   }
 
-  static fs::path* dir_;
   static LLM* llm_;
 };
-fs::path* EngineLoopTest::dir_ = nullptr;
 LLM* EngineLoopTest::llm_ = nullptr;
 
 TEST_F(EngineLoopTest, SubmissionsShareTheBatch) {
@@ -180,6 +153,39 @@ TEST_F(EngineLoopTest, WaitingBoundAndShutdown) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 503);
   }
+}
+
+// An exception from step() mid-generation: streams that have output end with a final "error"
+// delta, requests without output fail with 500, and the loop refuses new work (503) for good.
+TEST_F(EngineLoopTest, EngineFailureEndsEveryRequestAndKillsTheLoop) {
+  ServerMetrics m;
+  EngineLoop loop(*llm_, m, 0);
+  loop.inject_fault_after_steps(5);
+  loop.start();
+  auto a = loop.submit(ids_request({11, 12, 13}, 200), Clock::now());
+  auto b = loop.submit(ids_request({21, 22, 23}, 200), Clock::now());
+  for (auto* ch : {&a, &b}) {
+    Result r = drain(**ch);
+    if (r.error) {
+      EXPECT_EQ(r.error->status, 500);
+      continue;
+    }
+    ASSERT_FALSE(r.deltas.empty());
+    EXPECT_TRUE(r.deltas.back().finished);
+    EXPECT_EQ(r.deltas.back().finish_reason, "error");
+    EXPECT_NE(r.deltas.back().error.find("injected engine fault"), std::string::npos) << r.deltas.back().error;
+    size_t tokens = 0;
+    for (auto& d : r.deltas) tokens += d.token_ids.size();
+    EXPECT_LT(tokens, 200u);
+  }
+  EXPECT_TRUE(loop.dead());
+  try {
+    loop.submit(ids_request({1, 2}, 2), Clock::now());
+    ADD_FAILURE() << "submission accepted by a dead loop";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 503);
+  }
+  loop.stop();  // joins a dead loop without hanging
 }
 
 }  // namespace

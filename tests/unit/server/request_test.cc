@@ -97,7 +97,7 @@ TEST(CompletionRequest, RejectsBadInput) {
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options"},
       {R"({"prompt":"x","min_tokens":5,"max_tokens":2})", "min_tokens"},
       {R"({"prompt":"x","ignore_eos":1})", "ignore_eos"},
-      {R"({"prompt":"x","presence_penalty":0.5})", "presence_penalty"},
+      {R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty"},  // outside [-2, 2]
       {R"({"prompt":"x","model":3})", "model"},
       {R"({"prompt":5})", "prompt"},
       {R"({"prompt":[]})", "prompt"},
@@ -182,6 +182,42 @@ TEST(ChatRequest, RejectsBadInput) {
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.what();
   }
+}
+
+// Hostile bodies: 400s with a clear message, never a crash or a 500.
+std::string deep(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(HostileRequest, DeepNestingEverywhere) {
+  const std::string d = deep(30000);
+  const std::vector<std::string> bodies = {
+      R"({"messages":[{"role":"user","content":"hi","x":)" + d + "}]}",
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":)" +
+          d + "}}]}",
+      R"({"messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"k":)" + d + "}}",
+  };
+  for (const auto& body : bodies) {
+    ApiError e = error_of([&] { parse_chat_request(body); });
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.code, "invalid_json");
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 128 levels"), std::string::npos) << e.what();
+  }
+  ApiError e = error_of([&] { parse_completion_request(R"({"prompt":)" + d + "}"); });
+  EXPECT_EQ(e.status, 400);
+  // The limit is a parameter; a body exactly at it parses.
+  const std::string at_limit = R"({"messages":[{"role":"user","content":"hi","x":)" + deep(5) + "}]}";
+  EXPECT_NO_THROW(parse_chat_request(at_limit, 8));  // body 1 + messages 2 + message 3 + x 4..8
+  EXPECT_EQ(error_of([&] { parse_chat_request(at_limit, 7); }).status, 400);
+}
+
+TEST(HostileRequest, NumbersOutOfRange) {
+  ApiError e = error_of([] { parse_completion_request(R"({"prompt":"x","temperature":1e309})"); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.code, "invalid_json");
+  EXPECT_NE(std::string(e.what()).find("number overflow"), std::string::npos) << e.what();
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"prompt":"x","temperature":1e308})"); }).status, 400);
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"prompt":"x","max_tokens":1e400})"); }).status, 400);
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"prompt":"x","seed":99999999999999999999999})"); }).status,
+            400);
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+// Routes, authentication, request framing and body limits, and error bodies.
+#include <ctime>
+
+#include "server/guarded_server.h"
+#include "server/handlers.h"
+#include "server/http_framing.h"
+
+namespace nanovllm::server {
+
+using nlohmann::json;
+
+namespace {
+
+const char* status_message(int status) {
+  switch (status) {
+    case 400: return "bad request";
+    case 401: return "unauthorized";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 408: return "request timeout";
+    case 413: return "request body too large";
+    case 414: return "request URI too long";
+    case 431: return "request header fields too large";
+    case 501: return "not implemented";
+    default: return "error";
+  }
+}
+
+bool is_generate_route(const httplib::Request& req) {
+  return req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions");
+}
+
+void close_after_response() {
+  if (Connection* c = GuardedServer::current_connection()) c->set_close();
+}
+
+// Reads the body of a generation request within --max-body-bytes, whatever its framing
+// (Content-Length, chunked, gzip/deflate/br Content-Encoding: the limit counts decoded bytes).
+bool read_body(ServerContext& ctx, const httplib::Request& req, const httplib::ContentReader& reader,
+               std::string& body, httplib::Response& res) {
+  try {
+    const BodyFraming f = body_framing(req.headers, ctx.max_body_bytes);
+    if (!f.has_body()) return true;  // neither Content-Length nor chunked: no body (RFC 9112 6.3)
+    if (f.kind == BodyFraming::Kind::kLength) body.reserve(size_t(f.length));
+  } catch (const ApiError& e) {
+    close_after_response();
+    set_error(res, e);
+    return false;
+  }
+  bool too_large = false;
+  const bool ok = reader([&](const char* data, size_t n) {
+    if (body.size() + n > ctx.max_body_bytes) {
+      too_large = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (ok) return true;
+  close_after_response();  // the rest of the body is unread: the connection cannot carry more
+  Connection* c = GuardedServer::current_connection();
+  const ReadFailure why = c ? c->failure() : ReadFailure::kNone;
+  if (too_large || why == ReadFailure::kBodyTooLarge)
+    set_error(res, ApiError(413, "request body over the limit of " + std::to_string(ctx.max_body_bytes) +
+                                     " bytes (--max-body-bytes)", "invalid_request_error", "", "payload_too_large"));
+  else if (why == ReadFailure::kRequestTimeout)
+    set_error(res, ApiError(408, "request body not received in time (--request-timeout)", "invalid_request_error", "",
+                            "request_timeout"));
+  else
+    set_error(res, bad_request("could not read the request body (malformed chunked encoding, unsupported "
+                               "Content-Encoding, or the connection closed)", "", "bad_body"));
+  return false;
+}
+
+}  // namespace
+
+void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& api_key) {
+  for (bool chat : {false, true}) {
+    svr.Post(chat ? "/v1/chat/completions" : "/v1/completions",
+             [&ctx, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+               std::string body;
+               if (read_body(ctx, req, reader, body, res)) handle_generate(ctx, body, res, chat);
+             });
+  }
+  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+    json model{{"id", ctx.model_name}, {"object", "model"}, {"created", int64_t(std::time(nullptr))},
+               {"owned_by", "nanovllm"}, {"root", ctx.model_path}, {"max_model_len", ctx.max_model_len}};
+    res.set_content(dump_json(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  });
+  svr.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (ctx.loop->dead()) {
+      set_error(res, ApiError(503, "the engine failed; restart the server", "service_unavailable", "", "engine_dead"));
+      return;
+    }
+    if (ctx.stopping) {
+      set_error(res, ApiError(503, "the server is shutting down", "service_unavailable"));
+      return;
+    }
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  svr.Get("/metrics", [&ctx, &svr](const httplib::Request&, httplib::Response& res) {
+    FrontendSnapshot f;
+    f.connections = svr.registry().size();
+    f.connections_evicted = svr.registry().evicted();
+    f.connections_refused = svr.registry().refused();
+    f.engine_dead = ctx.loop->dead();
+    res.set_content(ctx.metrics->render(ctx.loop->snapshot(), f), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // Before routing (and before httplib reads any body): the body's framing, then the API key
+  // on the OpenAI routes (vLLM does the same: /health and /metrics stay open).
+  svr.set_pre_routing_handler([&ctx, api_key](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const BodyFraming f = body_framing(req.headers, ctx.max_body_bytes);
+      if (f.has_body() && !is_generate_route(req)) {
+        close_after_response();  // its body stays unread
+        if (req.method == "POST") throw ApiError(404, "no route for POST " + req.path, "not_found_error", "", "not_found");
+        throw bad_request("a " + req.method + " request must not carry a body", "", "unexpected_body");
+      }
+    } catch (const ApiError& e) {
+      close_after_response();
+      set_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (body_framing(req.headers, ctx.max_body_bytes).has_body()) close_after_response();
+    res.set_header("WWW-Authenticate", "Bearer");
+    set_error(res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                            "authentication_error", "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Expect: 100-continue: refuse a body we would refuse anyway before the client sends it.
+  svr.set_expect_100_continue_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    try {
+      (void)body_framing(req.headers, ctx.max_body_bytes);
+    } catch (const ApiError& e) {
+      close_after_response();
+      set_error(res, e);
+      return e.status;
+    }
+    return 100;
+  });
+  // httplib's own failures (unreadable request line or headers, unknown route, read limits)
+  // have no body: give them an OpenAI error object, the status our connection knows the reason
+  // for (408 deadline, 431 headers too large, 413 body too large), and close the connection.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string msg = status_message(res.status);
+    if (Connection* c = GuardedServer::current_connection()) {
+      c->set_close();
+      switch (c->failure()) {
+        case ReadFailure::kHeaderTimeout:
+          res.status = 408;
+          msg = "request headers not received in time (--header-timeout)";
+          break;
+        case ReadFailure::kRequestTimeout:
+          res.status = 408;
+          msg = "request not received in time (--request-timeout)";
+          break;
+        case ReadFailure::kHeaderTooLarge:
+          res.status = 431;
+          msg = "request line and headers over the limit of 64 KiB";
+          break;
+        case ReadFailure::kBodyTooLarge: res.status = 413; break;
+        default:
+          if (res.status == 400) msg = "malformed HTTP request (request line, headers or chunked body)";
+          break;
+      }
+    }
+    if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
+    if (res.status == 499) return httplib::Server::HandlerResponse::Handled;  // nobody to tell
+    const std::string code = res.status == 404 ? "not_found" : res.status == 413 ? "payload_too_large" : "";
+    res.set_content(dump_json(error_json(res.status, msg, error_type_for_status(res.status), "", code)),
+                    "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  // Last word on the response headers: "Connection: close" whenever this connection ends here.
+  svr.set_post_routing_handler([&svr](const httplib::Request&, httplib::Response& res) {
+    Connection* c = GuardedServer::current_connection();
+    if ((c && c->close_requested()) || svr.draining()) {
+      res.headers.erase("Keep-Alive");
+      res.headers.erase("Connection");
+      res.set_header("Connection", "close");
+    }
+  });
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    set_error(res, ApiError(500, "internal error: " + what, "server_error"));
+  });
+  svr.set_logger([&ctx](const httplib::Request&, const httplib::Response& res) { ctx.metrics->count_http(res.status); });
+}
+
+}  // namespace nanovllm::server

@@ -1,0 +1,54 @@
+// `nanovllm trace-view FILE -o page.html [--json] [--max-requests N]`: one self-contained HTML
+// page (no network) from a trace written by `--trace` (src/trace/README.md); --json prints the
+// summary numbers.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "trace/trace_data.h"
+#include "trace/trace_page.h"
+#include "trace/trace_summary.h"
+#include "util/check.h"
+
+namespace nanovllm::cli {
+namespace {
+
+int run_trace_view(int argc, char** argv) {
+  CLI::App app{"HTML page (steps, KV blocks, request Gantt chart, summary) of a --trace file",
+               "nanovllm trace-view"};
+  std::string in, out;
+  bool json = false;
+  trace::PageOptions opt;
+  app.add_option("trace", in, "trace file written by --trace")->required();
+  app.add_option("-o,--out", out, "HTML page to write");
+  app.add_flag("--json", json, "print the summary as JSON on stdout");
+  app.add_option("--max-requests", opt.max_gantt_rows,
+                 "requests shown in the Gantt chart (evenly spaced)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  NV_CHECK(!out.empty() || json, "give -o PAGE.html and/or --json");
+  NV_CHECK(opt.max_gantt_rows >= 2, "--max-requests must be >= 2, got ", opt.max_gantt_rows);
+
+  const trace::TraceData data = trace::load_trace(in);
+  const trace::TraceSummary summary = trace::summarize(data);
+  if (!out.empty()) {
+    opt.source = std::filesystem::path(in).filename().string();
+    const std::string page = trace::render_page(data, summary, opt);
+    std::ofstream f(out, std::ios::binary);
+    NV_CHECK(f.good(), "cannot write '", out, "'");
+    f << page;
+    f.close();
+    NV_CHECK(!f.fail(), "writing '", out, "' failed");
+    std::fprintf(stderr, "trace-view: %zu steps, %zu requests -> %s (%zu bytes)\n",
+                 data.steps.size(), data.requests.size(), out.c_str(), page.size());
+  }
+  if (json) std::cout << trace::to_json(summary).dump(1) << std::endl;
+  return 0;
+}
+
+}  // namespace
+NANOVLLM_COMMAND("trace-view", "HTML page of a --trace file (steps, KV blocks, requests, summary)",
+                 run_trace_view);
+}  // namespace nanovllm::cli

@@ -4,8 +4,8 @@
 
 namespace nanovllm {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads) {
-  if (device == "cuda" || (device == "auto" && cuda_available())) return make_cuda_backend(0);
+std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads, int cuda_device) {
+  if (device == "cuda" || (device == "auto" && cuda_available())) return make_cuda_backend(cuda_device);
   if (device == "cpu" || device == "auto") return make_cpu_backend(num_threads);
   NV_THROW("unknown device '", device, "' (auto | cpu | cuda)");
 }

@@ -11,9 +11,11 @@
 namespace nanovllm {
 
 // device: "cpu" | "cuda" | "auto" (CUDA when a usable device is present, else CPU).
-// num_threads: CPU threads (<= 0: all cores); ignored on CUDA. Throws nanovllm::Error naming
-// the device when it is unknown or unavailable.
-std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads);
+// num_threads: CPU threads (<= 0: all cores); ignored on CUDA. cuda_device: the GPU (one per
+// tensor-parallel rank); ignored on the CPU. Throws nanovllm::Error naming the device when it
+// is unknown or unavailable.
+std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads,
+                                      int cuda_device = 0);
 
 // Creates the CPU backend (num_threads <= 0: all cores).
 std::unique_ptr<Backend> make_cpu_backend(int num_threads);

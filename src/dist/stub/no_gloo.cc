@@ -2,9 +2,15 @@
 // (the bare GPU machine's bundle has no gloo): a single rank still runs, tensor parallelism is
 // a clear error.
 #include "dist/process_group.h"
+#include "dist/worker_processes.h"
 #include "util/check.h"
 
 namespace nanovllm {
+
+// tcp_store.h needs gloo's headers; without gloo these two are never constructed, but
+// ProcessGroup's unique_ptr members need complete types for its destructor.
+class TcpStoreServer {};
+class TcpStore {};
 
 namespace {
 [[noreturn]] void no_gloo() {

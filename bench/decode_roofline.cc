@@ -29,7 +29,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
 #include "read_pass.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 #include "models/model_config.h"
 #include "nanovllm/llm.h"
 #include "util/thread_pool.h"

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/qgemm.h"
 #include "util/tensor.h"
 

@@ -10,9 +10,10 @@
 
 #include "dist/make_communicator.h"
 #include "engine/config_json.h"
+#include "kernels/backend_factory.h"
 #include "kernels/batch_contract.h"
 #include "loader/finite_check.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 
 namespace nanovllm {
 
@@ -82,12 +83,11 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc,
 void ModelRunner::init() {
   const Config& config = config_;
   const int world = config.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
-  bool want_cuda = config.device == "cuda" || (config.device == "auto" && cuda_available());
   // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
   int threads = config.num_threads;
   if (threads <= 0 && world > 1)
     threads = std::max(1, int(std::thread::hardware_concurrency()) / world);
-  backend_ = want_cuda ? make_cuda_backend(rank) : make_cpu_backend(threads);
+  backend_ = make_backend(config.device, threads, /*cuda_device=*/rank);
   kv_dtype_ = config.kv_cache_dtype == "auto" ? backend_->act_dtype()
               : config.kv_cache_dtype == "bf16" ? DType::BF16
                                                 : DType::F32;

@@ -72,10 +72,14 @@ class Backend {
   virtual DType act_dtype() const = 0;
   // Whether store_kv / attention take a KV cache of this type (all backends: act_dtype()).
   virtual bool kv_cache_dtype_supported(DType d) const { return d == act_dtype(); }
+  // Host threads the ops run on (CPU backend: its thread pool); 0 where the host does not run them.
+  virtual int num_threads() const { return 0; }
 
   // --- memory ---------------------------------------------------------------------------
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
-  // Copies a host tensor to the device (CPU backend: returns it unchanged, no copy).
+  // Copies a host tensor to the device. CPU backend: tensors of 64 KiB and more (the weights)
+  // are copied into huge-page memory (kernels/cpu/weight_arena.h: faster streaming decode),
+  // smaller ones are returned unchanged; NANOVLLM_CPU_WEIGHT_COPY=0 turns the copy off.
   virtual Tensor to_device(const Tensor& host) = 0;
   // A linear layer's weight [N, K] from a host tensor: to_device(host) as it is, or quantized at
   // load with `scheme` (CPU backend; the others reject a scheme with a clear error).
@@ -177,11 +181,6 @@ class Backend {
   virtual void add_inplace_impl(Tensor& a, const Tensor& b) = 0;
 };
 
-// Creates the CPU backend (num_threads <= 0: all cores).
-std::unique_ptr<Backend> make_cpu_backend(int num_threads);
-// Creates the CUDA backend on `device_id`; throws a clear error when CUDA is unavailable
-// (not compiled in, no device, unsupported compute capability).
-std::unique_ptr<Backend> make_cuda_backend(int device_id);
-bool cuda_available();
+// Backends are made by kernels/backend_factory.h.
 
 }  // namespace nanovllm

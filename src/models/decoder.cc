@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "layers/rotary.h"
+#include "loader/tensor_ops.h"
+#include "models/rotary.h"
 
 namespace nanovllm {
 

@@ -19,7 +19,7 @@
 
 #include "kernels/backend.h"
 #include "dist/communicator.h"
-#include "layers/linear.h"
+#include "loader/tp_slice.h"
 #include "models/model_config.h"
 #include "models/tp_shard.h"
 

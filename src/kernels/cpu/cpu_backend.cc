@@ -2,7 +2,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   bool kv_cache_dtype_supported(DType d) const override {
     return d == DType::F32 || d == DType::BF16;
   }
+  int num_threads() const override { return pool_.size(); }
 
   Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).

@@ -9,7 +9,7 @@
 #include <limits>
 #include <random>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/simd.h"

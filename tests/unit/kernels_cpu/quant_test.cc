@@ -11,6 +11,7 @@
 
 #include "kernel_test_util.h"
 #include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/qgemm.h"
 #include "kernels/cpu/quant_act.h"
 #include "kernels/cpu/quantize.h"

@@ -2,6 +2,7 @@
 #include "nanovllm/config.h"
 
 #include "engine/scheduler.h"
+#include "kernels/quantized.h"
 #include "util/check.h"
 
 namespace nanovllm {
@@ -21,6 +22,10 @@ void Config::validate() const {
     NV_THROW("device must be auto, cpu or cuda, got '", device, "'");
   if (!(gpu_memory_utilization > 0.f && gpu_memory_utilization <= 1.f))
     NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
+  parse_quant_scheme(quantization);  // throws naming the value and the choices
+  if (lm_head_quantization != "auto") parse_quant_scheme(lm_head_quantization);
+  if (kv_cache_dtype != "auto" && kv_cache_dtype != "f32" && kv_cache_dtype != "bf16")
+    NV_THROW("kv_cache_dtype must be auto, f32 or bf16, got '", kv_cache_dtype, "'");
   if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
     NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
   if (num_threads < 0) NV_THROW("num_threads (--threads) must be >= 0 (0: all cores), got ", num_threads);

@@ -168,6 +168,13 @@ def cases(model, eos_model, nan_model, first, tmp):
         "--dist-timeout": (model, alone, w(alone, dist_timeout=1.5), "error-differs"),
         "--allow-nonfinite-weights": (nan_model, greedy, w(greedy, allow_nonfinite_weights=True), "enables"),
         "--threads": (model, w(greedy, threads=2), w(greedy, threads=1), "differs"),
+        # stories260K, 3 prompts x 32 greedy tokens: int4 weights (or an int4 LM head alone)
+        # change some tokens; a bf16 KV cache halves the block bytes, so a fixed budget holds
+        # twice the blocks (num_blocks_total 3 -> 6).
+        "--quantization": (model, long, w(long, quantization="int4"), "differs"),
+        "--lm-head-quantization": (model, long, w(long, lm_head_quantization="int4"), "differs"),
+        "--kv-cache-dtype": (model, w(greedy, kv_cache_bytes=1000000),
+                             w(greedy, kv_cache_bytes=1000000, kv_cache_dtype="bf16"), "differs"),
         "--trace": (model, greedy, w(greedy, trace=os.path.join(tmp, "t.json")),
                     ("writes", os.path.join(tmp, "t.json"))),
         # sampling flags

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/request_sampling.h"
+#include "engine/structured_decoding.h"
 #include "tokenizer/chat_template.h"
 #include "util/json_bounded.h"
 #include "util/progress.h"
@@ -16,7 +17,13 @@ namespace nanovllm {
 namespace fs = std::filesystem;
 
 struct LLMEngine::Request {
-  uint64_t id = 0;
+  uint64_t id = 0;               // internal: = the sequence id
+  uint64_t output_id = 0;        // the id the caller sees (shared by the n completions)
+  int index = 0;                 // which of the n completions
+  std::vector<uint64_t> group;   // index 0: every completion's id (n > 1)
+  std::unique_ptr<Sequence> held_seq;  // index > 0: waits for the fork after index 0's prefill
+  std::unique_ptr<SequenceGrammar> grammar;  // null without structured_outputs
+  bool stopped_by_grammar = false;
   bool stream = false;
   SamplingParams params;
   std::vector<int> prompt_ids;
@@ -47,6 +54,11 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   if (tokenizer_) eos_ids_ = tokenizer_->eos_token_ids();
   for (int id : mc_.eos_token_ids)
     if (std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end()) eos_ids_.push_back(id);
+
+  if (tokenizer_)
+    structured_ = std::make_unique<StructuredDecoding>(
+        *tokenizer_, eos_ids_, mc_.vocab_size,
+        structured::tool_call_format_for_template(tokenizer_->chat_template()));
 
   runner_ = std::make_unique<ModelRunner>(config_, mc_);
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
@@ -86,12 +98,25 @@ LLMEngine::~LLMEngine() {
 
 size_t LLMEngine::weight_bytes() const { return runner_->model().weight_bytes(); }
 
+// Completion i > 0 of a request samples from its own Philox stream: a seed derived from the
+// request's seed (splitmix64 of seed + i), so a seeded request with n > 1 is reproducible.
+static uint64_t completion_seed(uint64_t seed, int index) {
+  if (index == 0) return seed;
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(index);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void LLMEngine::prepare_constraint(const StructuredOutputsParams& so) const {
+  if (so.empty()) return;
+  NV_CHECK(structured_ != nullptr, "structured outputs need a tokenizer (the model directory has no "
+           "tokenizer.json)");
+  (void)structured_->compile(so);
+}
+
 uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params, bool stream) {
   params.validate();
-  auto r = std::make_unique<Request>();
-  r->id = next_id_++;
-  r->stream = stream;
-  r->params = params;
   uint64_t seed = 0;
   if (params.seed) {
     seed = *params.seed;
@@ -99,49 +124,84 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     static thread_local std::mt19937_64 rng{std::random_device{}()};
     seed = rng();
   }
-  std::string error;
+  std::vector<int> prompt_ids;
   if (auto* text = std::get_if<std::string>(&prompt.value)) {
     NV_CHECK(tokenizer_ != nullptr, "text prompt given but the model directory has no "
              "tokenizer.json; pass token ids");
-    r->prompt_ids = tokenizer_->encode(*text, prompt.add_special_tokens);
+    prompt_ids = tokenizer_->encode(*text, prompt.add_special_tokens);
   } else {
-    r->prompt_ids = std::get<std::vector<int>>(prompt.value);
+    prompt_ids = std::get<std::vector<int>>(prompt.value);
   }
-  for (int id : r->prompt_ids)
+  for (int id : prompt_ids)
     NV_CHECK(id >= 0 && id < mc_.vocab_size, "prompt token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   for (const auto& [id, bias] : params.logit_bias)
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
-  r->sampling = std::make_unique<RequestSampling>(r->params, seed, r->prompt_ids, eos_ids_);
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
-  if (tokenizer_)
-    r->detok = std::make_unique<IncrementalDetokenizer>(*tokenizer_, params.skip_special_tokens);
+  prepare_constraint(params.structured_outputs);
 
-  const uint64_t id = r->id;
-  auto seq = std::make_unique<Sequence>(id, r->prompt_ids, params, config_.kvcache_block_size);
-  Request* rp = r.get();
-  requests_[id] = std::move(r);
-  if (tracer_) tracer_->arrived(id, int(rp->prompt_ids.size()));
-  try {
-    scheduler_->add(std::move(seq));
-  } catch (const Error& e) {
-    // The request can never run: report it as a finished error output on the next step().
-    rp->finished = true;
-    rp->finish_reason = "error";
-    rp->error = e.what();
-    stats_.failed_requests++;
-    if (tracer_) tracer_->finished(id, "error");
-    pending_failed_.push_back(make_output(*rp, nullptr));
-    if (rp->stream) push_delta(*rp, true);
-    requests_.erase(id);
+  // One Request per completion; only index 0 is scheduled now, the others fork from it.
+  const uint64_t output_id = next_id_;
+  std::vector<Request*> group;
+  for (int i = 0; i < params.n; ++i) {
+    auto r = std::make_unique<Request>();
+    r->id = next_id_++;
+    r->output_id = output_id;
+    r->index = i;
+    r->stream = stream;
+    r->params = params;
+    r->prompt_ids = prompt_ids;
+    r->sampling = std::make_unique<RequestSampling>(r->params, completion_seed(seed, i), r->prompt_ids, eos_ids_);
+    if (tokenizer_)
+      r->detok = std::make_unique<IncrementalDetokenizer>(*tokenizer_, params.skip_special_tokens);
+    if (!params.structured_outputs.empty()) r->grammar = structured_->start(params.structured_outputs);
+    auto seq = std::make_unique<Sequence>(r->id, r->prompt_ids, params, config_.kvcache_block_size);
+    if (i > 0) r->held_seq = std::move(seq);
+    group.push_back(r.get());
+    requests_[r->id] = std::move(r);
+    if (i == 0) {
+      if (tracer_) tracer_->arrived(output_id, int(prompt_ids.size()));
+      try {
+        scheduler_->add(std::move(seq));
+      } catch (const Error& e) {
+        // The request can never run: report it as a finished error output on the next step().
+        Request* rp = group[0];
+        rp->finished = true;
+        rp->finish_reason = "error";
+        rp->error = e.what();
+        stats_.failed_requests++;
+        if (tracer_) tracer_->finished(output_id, "error");
+        pending_failed_.push_back(make_output(*rp, nullptr));
+        if (rp->stream) push_delta(*rp, true);
+        requests_.erase(output_id);
+        return output_id;
+      }
+    }
   }
-  return id;
+  if (params.n > 1)
+    for (Request* r : group) group[0]->group.push_back(r->id);
+  return output_id;
+}
+
+// n > 1: completions 1..n-1 share the prompt blocks that `parent`'s prefill just computed.
+void LLMEngine::fork_completions(Request& parent, const Sequence& parent_seq) {
+  for (uint64_t id : parent.group) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || !it->second->held_seq) continue;
+    std::unique_ptr<Sequence> child = std::move(it->second->held_seq);
+    scheduler_->block_manager().fork(parent_seq, *child);
+    scheduler_->add(std::move(child));
+  }
 }
 
 void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogprobs* lp) {
   r.out_tokens.push_back(token);
   r.sampling->on_token(token);
+  if (r.grammar) {
+    r.grammar->accept(token);
+    r.stopped_by_grammar = r.grammar->done();
+  }
   if (lp) r.logprobs.push_back(*lp);
   if (!r.detok) return;
   const size_t before = r.text.size();
@@ -164,7 +224,8 @@ void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogpro
 
 void LLMEngine::push_delta(Request& r, bool final_delta) {
   StreamDelta d;
-  d.request_id = r.id;
+  d.request_id = r.output_id;
+  d.index = r.index;
   d.token_ids.assign(r.out_tokens.begin() + long(r.streamed_tokens), r.out_tokens.end());
   r.streamed_tokens = r.out_tokens.size();
   d.logprobs.assign(r.logprobs.begin() + long(r.streamed_logprobs), r.logprobs.end());
@@ -192,7 +253,8 @@ void LLMEngine::push_delta(Request& r, bool final_delta) {
 
 RequestOutput LLMEngine::make_output(Request& r, const Sequence* seq) {
   RequestOutput o;
-  o.request_id = r.id;
+  o.request_id = r.output_id;
+  o.index = r.index;
   o.prompt_token_ids = r.prompt_ids;
   o.token_ids = r.out_tokens;
   o.text = r.text;
@@ -215,7 +277,7 @@ void LLMEngine::finish_request(uint64_t id, const std::string& reason,
   if (r.detok && !r.stopped_by_string) r.text += r.detok->finish();
   if (reason == "abort") stats_.aborted_requests++;
   else stats_.finished_requests++;
-  if (tracer_) tracer_->finished(id, reason);
+  if (tracer_ && r.index == 0) tracer_->finished(r.output_id, reason);
   out.push_back(make_output(r, nullptr));
   if (r.stream) push_delta(r, true);
   requests_.erase(it);
@@ -247,7 +309,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     stats_.prefix_cache_hit_tokens += ss.seq->num_prefix_hit_tokens;
     stats_.prefix_cache_query_tokens += ss.seq->size();
     auto it = requests_.find(ss.seq->seq_id);
-    if (it != requests_.end() && it->second->out_tokens.empty()) {
+    if (it != requests_.end() && it->second->out_tokens.empty() && it->second->index == 0) {
       it->second->num_cached_tokens = ss.seq->num_prefix_hit_tokens;
       stats_.prompt_tokens += ss.seq->num_prompt_tokens;
     }
@@ -268,13 +330,20 @@ std::vector<RequestOutput> LLMEngine::step() {
     Sequence* s = ss.seq;
     auto it = requests_.find(s->seq_id);
     NV_CHECK(it != requests_.end(), "scheduled sequence ", s->seq_id, " has no request");
-    batch.rows.push_back(it->second->sampling->row(s->num_completion_tokens()));
+    Request& r = *it->second;
+    batch.rows.push_back(r.sampling->row(s->num_completion_tokens()));
+    if (r.grammar) batch.rows.back().allowed = r.grammar->allowed();
     sampled.push_back(s);
   }
   const SampleResult res = runner_->backend().sample(logits, batch);
   if (tracer_) tracer_->mark(StepMark::kSampled);
   const std::vector<int>& tokens = res.tokens;
   const int S = int(tokens.size());
+  // n > 1: the prompt KV of a first completion is computed now; fork the others from it.
+  for (Sequence* s : sampled) {
+    Request& r = *requests_.at(s->seq_id);
+    if (!r.group.empty() && s->num_completion_tokens() == 0) fork_completions(r, *s);
+  }
 
   std::vector<std::unique_ptr<Sequence>> finished = scheduler_->postprocess(so, tokens);
   for (int i = 0; i < S; ++i) {
@@ -286,7 +355,8 @@ std::vector<RequestOutput> LLMEngine::step() {
   for (auto& f : finished) {
     auto it = requests_.find(f->seq_id);
     if (it == requests_.end()) continue;
-    std::string reason = it->second->stopped_by_string ? "stop" : f->finish_reason;
+    const bool stopped = it->second->stopped_by_string || it->second->stopped_by_grammar;
+    std::string reason = stopped ? "stop" : f->finish_reason;
     finish_request(f->seq_id, reason.empty() ? "stop" : reason, out);
     done_ids.push_back(f->seq_id);
   }
@@ -294,7 +364,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   for (Sequence* s : sampled) {
     auto it = requests_.find(s->seq_id);
     if (it == requests_.end()) continue;
-    if (it->second->stopped_by_string) {
+    if (it->second->stopped_by_string || it->second->stopped_by_grammar) {
       auto owned = scheduler_->finish(s->seq_id, "stop");
       finish_request(s->seq_id, "stop", out);
     } else if (it->second->stream) {
@@ -333,9 +403,15 @@ void LLMEngine::refresh_stats() {
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_failed_.empty(); }
 
 void LLMEngine::abort(uint64_t id) {
-  if (!requests_.count(id)) return;
-  auto owned = scheduler_->finish(id, "abort");
-  finish_request(id, "abort", pending_failed_);
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->index != 0) return;
+  std::vector<uint64_t> ids = it->second->group;
+  if (ids.empty()) ids.push_back(id);
+  for (uint64_t rid : ids) {
+    if (!requests_.count(rid)) continue;
+    auto owned = scheduler_->finish(rid, "abort");
+    finish_request(rid, "abort", pending_failed_);
+  }
   refresh_stats();
 }
 
@@ -350,15 +426,19 @@ std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompt
                                                bool progress) {
   NV_CHECK(params.size() == 1 || params.size() == prompts.size(), "generate: ", params.size(),
            " sampling params for ", prompts.size(), " prompts (give one or one per prompt)");
-  std::vector<uint64_t> ids;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    ids.push_back(add_request(prompts[i], params.size() == 1 ? params[0] : params[i], false));
-  std::map<uint64_t, RequestOutput> done;
+  // Outputs keyed by (request id, index): a request with n > 1 gives n, in index order.
+  std::vector<std::pair<uint64_t, int>> ids;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const SamplingParams& p = params.size() == 1 ? params[0] : params[i];
+    const uint64_t id = add_request(prompts[i], p, false);
+    for (int k = 0; k < p.n; ++k) ids.emplace_back(id, k);
+  }
+  std::map<std::pair<uint64_t, int>, RequestOutput> done;
   ProgressBar bar("generate", int64_t(prompts.size()), progress);
   int64_t p0 = stats_.prefill_tokens, d0 = stats_.decode_tokens;
   double ps0 = stats_.prefill_seconds, ds0 = stats_.decode_seconds;
   while (done.size() < ids.size()) {
-    for (auto& o : step()) done[o.request_id] = std::move(o);
+    for (auto& o : step()) done[{o.request_id, o.index}] = std::move(o);
     if (progress) {
       char buf[128];
       double ps = stats_.prefill_seconds - ps0, ds = stats_.decode_seconds - ds0;
@@ -371,9 +451,10 @@ std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompt
   }
   bar.finish();
   std::vector<RequestOutput> out;
-  for (uint64_t id : ids) {
+  for (const auto& id : ids) {
     auto it = done.find(id);
-    NV_CHECK(it != done.end(), "request ", id, " did not finish");
+    if (it == done.end() && id.second > 0) continue;  // the request failed before forking
+    NV_CHECK(it != done.end(), "request ", id.first, " did not finish");
     out.push_back(std::move(it->second));
   }
   return out;

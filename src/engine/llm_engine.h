@@ -11,6 +11,7 @@
 #include "engine/engine_tracer.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
+#include "engine/structured_decoding.h"
 #include "nanovllm/llm.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,6 +27,9 @@ class LLMEngine {
   bool is_finished() const;
   void abort(uint64_t request_id);
   std::vector<StreamDelta> take_stream_deltas();
+  // Compiles (and caches) an output constraint; throws Error naming what is unsupported.
+  // Thread-safe (the server calls it on handler threads).
+  void prepare_constraint(const StructuredOutputsParams& so) const;
   std::vector<RequestOutput> generate(const std::vector<Prompt>& prompts,
                                       const std::vector<SamplingParams>& params, bool progress);
 
@@ -41,6 +45,7 @@ class LLMEngine {
 
  private:
   struct Request;
+  void fork_completions(Request& parent, const Sequence& parent_seq);
   void on_token(Request& r, Sequence& seq, int token, const TokenLogprobs* lp);
   RequestOutput make_output(Request& r, const Sequence* seq);
   void push_delta(Request& r, bool final_delta);
@@ -50,6 +55,7 @@ class LLMEngine {
   Config config_;
   ModelConfig mc_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<StructuredDecoding> structured_;  // null without a tokenizer
   std::vector<int> eos_ids_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<ModelRunner> runner_;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "server/api_error.h"
+#include "server/request_features.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 
@@ -142,10 +143,7 @@ void parse_common(const json& b, GenerationRequest& r) {
     if (!s->is_array()) throw type_error("stop_token_ids", "a list of integer token ids");
     p.stop_token_ids = get_token_ids(*s, "stop_token_ids");
   }
-  const int n = get_int(b, "n", 1);
-  if (n != 1) throw bad_request("only n = 1 is supported, got n = " + std::to_string(n), "n");
-  const int best_of = get_int(b, "best_of", 1);
-  if (best_of != 1) throw bad_request("only best_of = 1 is supported", "best_of");
+  parse_n(b, r);
   // Ranges are checked by SamplingParams::validate (validate_params), vocabulary ids by the engine.
   p.presence_penalty = float(get_number(b, "presence_penalty", 0.0));
   p.frequency_penalty = float(get_number(b, "frequency_penalty", 0.0));
@@ -241,10 +239,8 @@ GenerationRequest parse_completion_request(const std::string& body, size_t max_j
       r.params.logprobs = n;
     }
   }
-  if (get_bool(b, "echo", false)) throw bad_request("'echo' is not supported", "echo");
-  if (const json* s = field(b, "suffix"))
-    if (!s->is_string() || !s->get<std::string>().empty())
-      throw bad_request("'suffix' is not supported", "suffix");
+  parse_echo_suffix(b, r);
+  parse_constraints(b, body, max_json_depth, r);
   validate_params(r);
   return r;
 }
@@ -286,13 +282,7 @@ GenerationRequest parse_chat_request(const std::string& body, size_t max_json_de
     if (!k->is_object()) throw type_error("chat_template_kwargs", "an object");
     r.template_kwargs = *k;
   }
-  if (const json* t = field(b, "tools")) {
-    if (!t->is_array()) throw type_error("tools", "a list of tool objects");
-    for (const auto& x : *t)
-      if (!x.is_object()) throw type_error("tools", "a list of tool objects");
-    if (const json* tc = field(b, "tool_choice"); !(tc && tc->is_string() && *tc == "none"))
-      r.template_kwargs["tools"] = *t;
-  }
+  parse_constraints(b, body, max_json_depth, r);
   r.add_generation_prompt = get_bool(b, "add_generation_prompt", true);
   validate_params(r);
   return r;

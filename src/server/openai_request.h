@@ -24,6 +24,9 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage
   bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
+  bool echo = false;            // completions: the prompt text precedes the output
+  bool parse_tool_calls = false;  // chat with tools (tool_choice not "none"): output -> tool_calls
+  std::string constraint_param;   // the field params.structured_outputs came from (errors name it)
 };
 
 // Default nesting limit of request bodies (`serve --max-json-depth`).

@@ -172,8 +172,12 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
         rp->error = e.what();
         stats_.failed_requests++;
         if (tracer_) tracer_->finished(output_id, "error");
-        pending_failed_.push_back(make_output(*rp, nullptr));
-        if (rp->stream) push_delta(*rp, true);
+        // Every completion ends with the error (its output and, streaming, its final delta).
+        for (int k = 0; k < params.n; ++k) {
+          rp->index = k;
+          pending_failed_.push_back(make_output(*rp, nullptr));
+          if (rp->stream) push_delta(*rp, true);
+        }
         requests_.erase(output_id);
         return output_id;
       }

@@ -1,5 +1,6 @@
 #include "engine_flags.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -22,12 +23,24 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--gpu-memory-utilization", c.gpu_memory_utilization, "CUDA memory fraction")
       ->capture_default_str();
   app.add_option("--tensor-parallel-size,--tp", c.tensor_parallel_size,
-                 "tensor parallel ranks (only 1 until tensor parallelism exists)")
+                 "tensor-parallel ranks (processes; ranks 1..N-1 started on this machine unless "
+                 "--dist-init-addr is given)")
       ->capture_default_str();
+  app.add_option("--dist-init-addr", c.dist_init_addr,
+                 "HOST:PORT to serve the rendezvous on; ranks 1..N-1 are then started separately "
+                 "(`nanovllm worker --rank R --tensor-parallel-size N --dist-init-addr HOST:PORT`)");
+  app.add_option("--dist-timeout", c.dist_timeout_s,
+                 "seconds to wait for the ranks to join, and for any collective of a step")
+      ->capture_default_str();
+  // Local workers are this same binary's `worker` command.
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) c.worker_command = {exe.string(), "worker"};
   app.add_flag("--enforce-eager", c.enforce_eager, "CUDA: no CUDA graphs");
   app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
   app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
-  app.add_option("--threads", c.num_threads, "CPU threads (0: all cores)");
+  app.add_option("--threads", c.num_threads,
+                 "CPU threads per rank (0: the cores divided among the tensor-parallel ranks)");
   app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
                "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
   app.add_option("--trace", c.trace_path,

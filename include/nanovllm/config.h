@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nanovllm {
 
@@ -11,7 +12,16 @@ struct Config {
   int max_num_seqs = 512;                // sequences in one step
   int max_model_len = 4096;              // clipped to the model's max_position_embeddings
   float gpu_memory_utilization = 0.9f;   // CUDA: fraction of device memory the engine may use
-  int tensor_parallel_size = 1;
+  int tensor_parallel_size = 1;          // ranks (processes); rank 0 runs the engine
+  // tensor_parallel_size > 1. Empty: this process starts ranks 1..N-1 on this machine with
+  // worker_command. HOST:PORT: rank 0 serves the rendezvous there and ranks 1..N-1 are started
+  // separately, on any machine (`nanovllm worker --rank R --tensor-parallel-size N
+  // --dist-init-addr HOST:PORT`).
+  std::string dist_init_addr;
+  // argv prefix that starts a worker process (rank, size and address are appended), e.g.
+  // {"/usr/bin/nanovllm", "worker"}. The CLI and the Python package set it.
+  std::vector<std::string> worker_command;
+  float dist_timeout_s = 120;            // seconds: rendezvous, and any collective of a step
   bool enforce_eager = false;            // CUDA: no graphs
   int kvcache_block_size = 256;          // any positive multiple of 16
   int num_kvcache_blocks = -1;           // -1: computed from the memory budget
@@ -20,7 +30,7 @@ struct Config {
   std::string device = "auto";           // auto | cpu | cuda
   std::string policy = "prefill-first";  // prefill-first | mixed
   bool enable_prefix_caching = true;
-  int num_threads = 0;                   // CPU threads; 0: all cores
+  int num_threads = 0;                   // CPU threads per rank; 0: cores / tensor_parallel_size
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off

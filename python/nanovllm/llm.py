@@ -5,6 +5,7 @@ and Ctrl-C (KeyboardInterrupt) is raised between steps; generate() and stream() 
 unfinished requests, so the engine is idle and reusable afterwards.
 """
 import os
+import sys
 import threading
 from time import perf_counter
 
@@ -22,6 +23,15 @@ def _output_dict(out):
     if out.logprobs:
         d["logprobs"] = [lp.to_dict() for lp in out.logprobs]
     return d
+
+
+def _worker_command():
+    """How rank 0 starts ranks 1..N-1 (tensor_parallel_size > 1): this interpreter running
+    nanovllm._worker from this package's location, whatever sys.path the caller set up."""
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; sys.path.insert(0, %r); from nanovllm._worker import main; "
+            "sys.exit(main(sys.argv[1:]))" % parent)
+    return [sys.executable, "-c", code]
 
 
 class LLM:
@@ -42,6 +52,8 @@ class LLM:
         if not os.path.isfile(os.path.join(model, "config.json")):
             raise FileNotFoundError(f"model directory {model!r} has no config.json")
         fields = {k: v for k, v in kwargs.items() if k in Config.fields and k != "model"}
+        if "worker_command" not in fields:
+            fields["worker_command"] = _worker_command()
         self._engine = _core.Engine(Config(model, **fields))
         self._tokenizer = None
         # Outputs are routed per request, so generate()/stream() calls in several threads and

@@ -11,5 +11,6 @@ void bind_outputs(py::module_& m);    // RequestOutput, StreamDelta, TokenLogpro
 void bind_tokenizer(py::module_& m);  // Tokenizer, render_chat_template
 void bind_engine(py::module_& m);     // Engine (the C++ LLM)
 void bind_progress(py::module_& m);   // ProgressBar (fallback when tqdm is absent)
+void bind_worker(py::module_& m);     // run_worker: a tensor-parallel rank > 0
 
 }  // namespace nanovllm::pyb

@@ -19,4 +19,5 @@ PYBIND11_MODULE(_core, m) {
   pyb::bind_tokenizer(m);
   pyb::bind_engine(m);
   pyb::bind_progress(m);
+  pyb::bind_worker(m);
 }

@@ -1,10 +1,15 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <thread>
 #include <sstream>
 #include <string>
 
+#include "dist/make_communicator.h"
+#include "engine/config_json.h"
 #include "kernels/batch_contract.h"
 #include "loader/finite_check.h"
 #include "loader/safetensors.h"
@@ -28,34 +33,79 @@ int64_t ModelRunner::cpu_kv_budget(const Config& c) {
   return int64_t(double(mem_available_bytes()) * c.cpu_kvcache_fraction);
 }
 
+namespace {
+std::chrono::milliseconds dist_timeout(const Config& c) {
+  return std::chrono::milliseconds(int64_t(c.dist_timeout_s * 1000.0));
+}
+}  // namespace
+
 ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(config), mc_(mc) {
+  if (config.tensor_parallel_size > 1) {
+    TpShard::plan(mc, 0, config.tensor_parallel_size);  // a shape that cannot split fails here
+    DistOptions o;
+    o.rank = 0;
+    o.world = config.tensor_parallel_size;
+    o.init_addr = config.dist_init_addr;
+    o.worker_command = config.worker_command;
+    o.timeout = dist_timeout(config);
+    group_ = std::make_unique<ProcessGroup>(o);
+    send_text(group_->control(), config_to_json(config));
+  }
+  init();
+}
+
+ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc,
+                         std::unique_ptr<ProcessGroup> group)
+    : config_(config), mc_(mc), group_(std::move(group)) {
+  NV_CHECK(group_ && group_->rank() > 0, "this constructor is for tensor-parallel ranks > 0");
+  NV_CHECK(group_->world() == config.tensor_parallel_size, "rank ", group_->rank(), " joined a ",
+           group_->world(), "-rank group but rank 0 runs tensor_parallel_size ",
+           config.tensor_parallel_size, " (start every rank with the same size)");
+  init();
+}
+
+void ModelRunner::init() {
+  const Config& config = config_;
+  const int world = config.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
   bool want_cuda = config.device == "cuda" || (config.device == "auto" && cuda_available());
-  backend_ = want_cuda ? make_cuda_backend(0) : make_cpu_backend(config.num_threads);
-  NV_CHECK(config.tensor_parallel_size == 1 || want_cuda,
-           "tensor_parallel_size ", config.tensor_parallel_size,
-           " needs the CUDA backend with NCCL; the CPU backend runs one rank");
+  // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
+  int threads = config.num_threads;
+  if (threads <= 0 && world > 1)
+    threads = std::max(1, int(std::thread::hardware_concurrency()) / world);
+  backend_ = want_cuda ? make_cuda_backend(rank) : make_cpu_backend(threads);
+  comm_ = make_communicator(group_.get(), *backend_, dist_timeout(config));
+  if (world > 1) channel_ = std::make_unique<StepChannel>(*comm_);
+  const TpShard shard = TpShard::plan(mc_, rank, world);
   WeightStore ws = WeightStore::open_dir(config.model);
-  if (!config.allow_nonfinite_weights) check_finite_weights(ws);  // NaN/Inf: error naming the tensor
-  model_ = std::make_unique<DecoderModel>(mc, *backend_, ws, config.max_model_len);
+  // NaN/Inf: error naming the tensor (rank 0 reads the whole checkpoint once for all ranks)
+  if (!config.allow_nonfinite_weights && rank == 0) check_finite_weights(ws);
+  model_ = std::make_unique<DecoderModel>(mc_, *backend_, ws, config.max_model_len, shard,
+                                          comm_.get());
 
   const int bs = config.kvcache_block_size;
   int num_blocks = config.num_kvcache_blocks;
   if (num_blocks < 0) {
-    const size_t bb = KVCache::block_bytes(mc, bs, backend_->act_dtype());
-    int64_t budget = -1;
+    // A block holds the rank's KV heads; the budget covers the blocks of all N ranks (CPU: one
+    // machine's RAM; CUDA: measured per GPU, so per rank).
+    const size_t bb = KVCache::block_bytes(mc_, bs, backend_->act_dtype(), shard.num_kv_heads);
+    int64_t budget = -1, ranks_sharing = 1;
     if (backend_->device() != Device::CPU) {
       warmup();  // activation peak at the largest batch, then measure what is left
       budget = backend_->kv_cache_budget_bytes(config.gpu_memory_utilization);
     }
-    if (budget < 0) budget = cpu_kv_budget(config);
-    int64_t fit = budget / int64_t(bb);
+    if (budget < 0) {
+      budget = cpu_kv_budget(config);
+      ranks_sharing = world;
+    }
+    int64_t fit = budget / (int64_t(bb) * ranks_sharing);
     // No more than every sequence at max_model_len could ever use.
     int64_t need = int64_t(config.max_num_seqs) * ((config.max_model_len + bs - 1) / bs);
-    num_blocks = int(std::min<int64_t>(fit, need));
-    NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ", bb,
-             " bytes; raise --kv-cache-bytes");
+    // Every rank must hold the same blocks: the smallest budget decides.
+    num_blocks = int(comm_->all_reduce_min(std::min<int64_t>(fit, need)));
+    NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ",
+             bb * size_t(ranks_sharing), " bytes; raise --kv-cache-bytes");
   }
-  kv_ = KVCache::allocate(*backend_, mc, num_blocks, bs);
+  kv_ = KVCache::allocate(*backend_, mc_, num_blocks, bs, shard.num_kv_heads);
 
   // Like nano-vLLM: graphs are captured after the KV cache is sized, from what is left.
   StepExecutorOptions eo;
@@ -67,7 +117,16 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(
       *backend_, [this](const BatchTensors& b) { return model_->forward_hidden(b, kv_); }, eo);
 }
 
-ModelRunner::~ModelRunner() = default;
+ModelRunner::~ModelRunner() {
+  if (!group_ || group_->rank() != 0) return;
+  try {
+    channel_->send_shutdown();
+    group_->shutdown_workers(std::chrono::seconds(10));
+  } catch (const std::exception& e) {
+    // A worker already gone: the group's destructor stops the rest.
+    std::fprintf(stderr, "nanovllm: tensor-parallel shutdown: %s\n", e.what());
+  }
+}
 
 void ModelRunner::warmup() {
   // nano-vLLM's warm-up: as many max_model_len sequences as the token budget allows, all reading
@@ -75,7 +134,7 @@ void ModelRunner::warmup() {
   const int bs = config_.kvcache_block_size, len = config_.max_model_len;
   const int nseq = std::max(1, std::min(config_.max_num_seqs, config_.max_num_batched_tokens / len));
   const int nblocks = (len + bs - 1) / bs;
-  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs);
+  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs, model_->num_local_kv_heads());
   HostBatch hb;
   hb.num_seqs = nseq;
   hb.block_size = bs;
@@ -138,11 +197,28 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
 }
 
 Tensor ModelRunner::run(const HostBatch& hb) {
+  NV_CHECK(rank() == 0, "ModelRunner::run is rank 0's; ranks > 0 call serve_step()");
   // Every value of the batch is checked here, on the host where it was made, before either
   // executor (eager upload or graph staging) takes it to the device: kernels cannot report a
-  // bad index, and the CPU and CUDA kernels must never see different inputs.
+  // bad index, and the CPU and CUDA kernels must never see different inputs. Checked before
+  // the broadcast, so a bad batch never reaches the other ranks.
   validate_batch(hb, BatchLimits{mc_.vocab_size, config_.max_model_len, kv_.num_blocks,
                                  kv_.block_size});
+  if (channel_) channel_->send_step(hb);
+  return forward(hb);
+}
+
+bool ModelRunner::serve_step() {
+  NV_CHECK(channel_ && rank() > 0, "serve_step is for tensor-parallel ranks > 0");
+  HostBatch hb;
+  if (!channel_->receive(&hb)) return false;
+  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.max_model_len, kv_.num_blocks,
+                                 kv_.block_size});
+  forward(hb);
+  return true;
+}
+
+Tensor ModelRunner::forward(const HostBatch& hb) {
   // Graph replays output hidden states only; the LM head runs eagerly after (graph pool small).
   // Nothing here waits for the GPU: the logits stay on the device for Backend::sample.
   Tensor hidden = executor_->run(hb);

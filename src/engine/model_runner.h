@@ -3,10 +3,18 @@
 // cu_seqlens_q, context_lens, slot_mapping, block_tables, logits_indices), runs the
 // hidden-state forward through the executor (eager, or CUDA-graph replay for decode steps),
 // then the LM head, and returns the logits on the backend's device.
+//
+// Tensor parallel: every rank has a ModelRunner with its shard of the model and of the KV cache.
+// Rank 0's (the engine's) forms the group (dist/process_group.h), sends the config, and before
+// each step broadcasts the HostBatch (engine/step_channel.h); ranks 1..N-1 run the same step
+// from it (serve_step, engine/tp_worker.h). Only rank 0 prepares batches and gets logits.
 #pragma once
 #include <memory>
 
+#include "dist/communicator.h"
+#include "dist/process_group.h"
 #include "engine/scheduler.h"
+#include "engine/step_channel.h"
 #include "kernels/backend.h"
 #include "kernels/eager_executor.h"
 #include "models/decoder.h"
@@ -18,8 +26,18 @@ class ModelRunner {
  public:
   // Loads weights, sizes the KV cache (config.num_kvcache_blocks == -1: from the budget), then
   // makes the step executor (CUDA without enforce_eager: captures the decode graphs now).
+  // Rank 0. tensor_parallel_size > 1: forms the group first (starting ranks 1..N-1 here, or
+  // waiting for them at config.dist_init_addr) and sends them `config`.
   ModelRunner(const Config& config, const ModelConfig& model_config);
+  // Rank r > 0 of a formed group, with the config rank 0 sent (engine/tp_worker.cc).
+  ModelRunner(const Config& config, const ModelConfig& model_config,
+              std::unique_ptr<ProcessGroup> group);
+  // Rank 0: tells the workers to exit and waits for them (kills them after a grace period).
   ~ModelRunner();
+  int rank() const { return comm_->rank(); }
+  int world_size() const { return comm_->world_size(); }
+  Communicator& communicator() { return *comm_; }
+  ProcessGroup* process_group() { return group_.get(); }
   int num_kvcache_blocks() const { return kv_.num_blocks; }
   Backend& backend() { return *backend_; }
   const DecoderModel& model() const { return *model_; }
@@ -28,17 +46,25 @@ class ModelRunner {
   // Builds the step's metadata. Logits rows follow the order of seqs with sample == true.
   HostBatch prepare(const SchedulerOutput& out) const;
   // Forward for a prepared batch; logits [S, V] F32 on the backend's device (on CUDA the
-  // forward is only enqueued: the caller overlaps host work until Backend::sample).
+  // forward is only enqueued: the caller overlaps host work until Backend::sample). Rank 0
+  // with TP: broadcasts the batch to the other ranks first.
   Tensor run(const HostBatch& batch);
+  // Ranks > 0: runs the next step rank 0 broadcasts; false when rank 0 shuts the group down.
+  bool serve_step();
 
   // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).
   static int64_t cpu_kv_budget(const Config& config);
 
  private:
+  void init();
+  Tensor forward(const HostBatch& batch);
   void warmup();
   Config config_;
   ModelConfig mc_;
+  std::unique_ptr<ProcessGroup> group_;  // null: single rank
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<StepChannel> channel_;
   std::unique_ptr<DecoderModel> model_;
   KVCache kv_;
   std::unique_ptr<StepExecutor> executor_;  // last: destroyed first (graphs reference kv_)

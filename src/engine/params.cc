@@ -49,10 +49,7 @@ void Config::validate() const {
   if (max_model_len < 1) NV_THROW("max_model_len must be >= 1, got ", max_model_len);
   if (tensor_parallel_size < 1)
     NV_THROW("tensor_parallel_size must be >= 1, got ", tensor_parallel_size);
-  // Rejected on every device until real ranks exist, so no flag is accepted and ignored.
-  if (tensor_parallel_size > 1)
-    NV_THROW("tensor_parallel_size ", tensor_parallel_size,
-             ": tensor parallelism is not implemented yet (issue 15); use 1");
+  if (!(dist_timeout_s > 0)) NV_THROW("dist_timeout_s must be > 0, got ", dist_timeout_s);
   if (policy != "prefill-first" && policy != "mixed")
     NV_THROW("policy must be prefill-first or mixed, got '", policy, "'");
   if (device != "auto" && device != "cpu" && device != "cuda")

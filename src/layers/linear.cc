@@ -1,16 +1,36 @@
 #include "layers/linear.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace nanovllm {
 
+namespace {
+// Copies rows [begin, begin + count) of a host tensor, zero-filling rows past its end.
+Tensor copy_rows_padded(const Tensor& t, int64_t begin, int64_t count) {
+  Shape s = t.shape();
+  s[0] = count;
+  Tensor out = Tensor::zeros(s, t.dtype());
+  const int64_t have = std::clamp<int64_t>(t.size(0) - begin, 0, count);
+  const size_t row_bytes = dtype_size(t.dtype()) * size_t(t.size(0) ? t.numel() / t.size(0) : 0);
+  if (have > 0) std::memcpy(out.raw(), t.rows(begin, begin + have).raw(), row_bytes * size_t(have));
+  return out;
+}
+}  // namespace
+
 Tensor load_column_parallel(const WeightStore& ws, const std::vector<std::string>& names,
-                            const std::vector<Shape>& expected, const TpInfo& tp) {
+                            const std::vector<Shape>& expected, const std::vector<RowRange>& rows) {
   NV_CHECK_EQ(names.size(), expected.size());
+  NV_CHECK(rows.empty() || rows.size() == names.size(), "load_column_parallel: ", rows.size(),
+           " row ranges for ", names.size(), " tensors");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < names.size(); ++i) {
     Tensor t = ws.get(names[i], expected[i]);
-    if (tp.world > 1) {
-      NV_CHECK_EQ(t.size(0) % tp.world, 0, "tensor '", names[i], "' rows not divisible by TP size");
-      t = shard_dim(t, 0, tp.rank, tp.world);
+    if (!rows.empty() && !(rows[i].begin == 0 && rows[i].count == t.size(0))) {
+      NV_CHECK(rows[i].begin >= 0 && rows[i].count >= 0 && rows[i].begin + rows[i].count <= t.size(0),
+               "tensor '", names[i], "' ", t.str(), " has no rows [", rows[i].begin, ", ",
+               rows[i].begin + rows[i].count, ")");
+      t = copy_rows_padded(t, rows[i].begin, rows[i].count);
     }
     parts.push_back(t);
   }
@@ -24,6 +44,13 @@ Tensor load_row_parallel(const WeightStore& ws, const std::string& name, const S
   if (tp.world == 1) return t;
   NV_CHECK_EQ(t.size(1) % tp.world, 0, "tensor '", name, "' columns not divisible by TP size");
   return shard_dim(t, 1, tp.rank, tp.world);
+}
+
+Tensor load_vocab_parallel(const WeightStore& ws, const std::string& name, const Shape& expected,
+                           int64_t begin, int64_t rows) {
+  Tensor t = ws.get(name, expected);
+  if (begin == 0 && rows == t.size(0)) return t;
+  return copy_rows_padded(t, begin, rows);
 }
 
 Tensor load_replicated(const WeightStore& ws, const std::string& name, const Shape& expected) {

@@ -6,16 +6,18 @@
 
 namespace nanovllm {
 
-size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, int tp_world) {
-  return 2ull * size_t(c.num_hidden_layers) * size_t(block_size) *
-         size_t(c.num_key_value_heads / tp_world) * size_t(c.head_dim) * dtype_size(dtype);
+size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, int num_kv_heads) {
+  if (num_kv_heads < 0) num_kv_heads = c.num_key_value_heads;
+  return 2ull * size_t(c.num_hidden_layers) * size_t(block_size) * size_t(num_kv_heads) *
+         size_t(c.head_dim) * dtype_size(dtype);
 }
 
 KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int tp_world) {
+                          int num_kv_heads) {
   NV_CHECK_GT(num_blocks, 0, "KV cache needs at least one block");
+  if (num_kv_heads < 0) num_kv_heads = c.num_key_value_heads;
   const int64_t L = c.num_hidden_layers, slots = int64_t(num_blocks) * block_size;
-  const int64_t hkv = c.num_key_value_heads / tp_world, D = c.head_dim;
+  const int64_t hkv = num_kv_heads, D = c.head_dim;
   KVCache kv;
   kv.num_blocks = num_blocks;
   kv.block_size = block_size;
@@ -34,28 +36,33 @@ Tensor DecoderModel::upload(const Tensor& host) {
 }
 
 DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
-                           int max_positions, TpInfo tp)
-    : cfg_(c), be_(be), tp_(tp) {
-  NV_CHECK(c.num_attention_heads % tp.world == 0 && c.num_key_value_heads % tp.world == 0,
-           "attention heads (", c.num_attention_heads, "/", c.num_key_value_heads,
-           ") not divisible by tensor_parallel_size ", tp.world);
-  hq_ = c.num_attention_heads / tp.world;
-  hkv_ = c.num_key_value_heads / tp.world;
+                           int max_positions)
+    : DecoderModel(c, be, ws, max_positions, TpShard::plan(c, 0, 1), nullptr) {}
+
+DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
+                           int max_positions, const TpShard& shard, Communicator* comm)
+    : cfg_(c), be_(be), shard_(shard), comm_(comm) {
+  NV_CHECK(shard.world == (comm ? comm->world_size() : 1) &&
+               shard.rank == (comm ? comm->rank() : 0),
+           "DecoderModel: shard rank ", shard.rank, " of ", shard.world,
+           " does not match the communicator");
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size, V = c.vocab_size;
   const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const TpInfo tp{shard.rank, shard.world};
+  // Column-parallel row ranges: the rank's query heads, its (possibly replicated) KV heads,
+  // its slice of the intermediate features.
+  const RowRange q_rows{shard.q_head_begin * D, shard.num_q_heads * D};
+  const RowRange kv_rows{shard.kv_head_begin * D, shard.num_kv_heads * D};
+  const RowRange i_rows{shard.rank * shard.intermediate, shard.intermediate};
 
-  // Vocab-parallel embedding / LM head: rank r owns rows [r*V/world, (r+1)*V/world).
-  Tensor emb = ws.get("model.embed_tokens.weight", {V, H});
-  if (tp.world > 1) emb = shard_dim(emb, 0, tp.rank, tp.world);
-  embed_ = upload(emb);
-  if (c.tie_word_embeddings && !ws.has("lm_head.weight")) {
-    lm_head_ = embed_;
-  } else if (c.tie_word_embeddings) {
+  // Vocab-parallel embedding / LM head: rank r owns rows [vocab_begin, + vocab_rows), padded.
+  embed_ = upload(load_vocab_parallel(ws, "model.embed_tokens.weight", {V, H}, shard.vocab_begin,
+                                      shard.vocab_rows));
+  if (c.tie_word_embeddings) {
     lm_head_ = embed_;  // tied: HF ignores a stored lm_head when tying
   } else {
-    Tensor lm = ws.get("lm_head.weight", {V, H});
-    if (tp.world > 1) lm = shard_dim(lm, 0, tp.rank, tp.world);
-    lm_head_ = upload(lm);
+    lm_head_ = upload(load_vocab_parallel(ws, "lm_head.weight", {V, H}, shard.vocab_begin,
+                                          shard.vocab_rows));
   }
   final_norm_ = upload(load_replicated(ws, "model.norm.weight", {H}));
   cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
@@ -65,11 +72,11 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     Layer L;
     L.qkv_w = upload(load_column_parallel(
         ws, {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
-        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, tp));
-    if (c.attention_bias) {
+        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}));
+    if (c.attention_bias) {  // column-parallel bias: the rank's slice, on every rank
       L.qkv_b = upload(load_column_parallel(
           ws, {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
-          {{Hq * D}, {Hkv * D}, {Hkv * D}}, tp));
+          {{Hq * D}, {Hkv * D}, {Hkv * D}}, {q_rows, kv_rows, kv_rows}));
     }
     L.o_w = upload(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp));
     if (c.qk_norm) {
@@ -79,28 +86,32 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     L.in_norm = upload(load_replicated(ws, p + "input_layernorm.weight", {H}));
     L.post_norm = upload(load_replicated(ws, p + "post_attention_layernorm.weight", {H}));
     L.gate_up_w = upload(load_column_parallel(
-        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}}, tp));
+        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}},
+        {i_rows, i_rows}));
     L.down_w = upload(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp));
     layers_.push_back(std::move(L));
   }
 }
 
 Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
-  NV_CHECK(tp_.world == 1, "tensor parallel forward needs a communicator (not available on this backend)");
   const int64_t T = batch.num_tokens, H = cfg_.hidden_size, D = cfg_.head_dim;
-  const int64_t I = cfg_.intermediate_size;
+  const int64_t I = shard_.intermediate;
+  const int hq = shard_.num_q_heads, hkv = shard_.num_kv_heads;
+  const bool tp = comm_ && comm_->world_size() > 1;
   const DType act = be_.act_dtype();
   const float eps = float(cfg_.rms_norm_eps);
-  AttentionParams ap{hq_, hkv_, int(D), float(1.0 / std::sqrt(double(D)))};
+  AttentionParams ap{hq, hkv, int(D), float(1.0 / std::sqrt(double(D)))};
 
   Tensor x = be_.empty({T, H}, act);
   Tensor residual = be_.empty({T, H}, act);
-  Tensor qkv = be_.empty({T, int64_t(hq_ + 2 * hkv_) * D}, act);
-  Tensor attn = be_.empty({T, int64_t(hq_) * D}, act);
+  Tensor qkv = be_.empty({T, int64_t(hq + 2 * hkv) * D}, act);
+  Tensor attn = be_.empty({T, int64_t(hq) * D}, act);
   Tensor gate_up = be_.empty({T, 2 * I}, act);
   Tensor mlp = be_.empty({T, I}, act);
 
-  be_.embedding(batch.input_ids, embed_, 0, residual);
+  // Vocab-parallel: each rank embeds the ids in its rows (zeros elsewhere); the sum is the lookup.
+  be_.embedding(batch.input_ids, embed_, shard_.vocab_begin, residual);
+  if (tp) comm_->all_reduce_sum(residual);
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& L = layers_[l];
     if (l == 0) {
@@ -114,10 +125,12 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
     be_.store_kv(qkv, batch.slot_mapping, cache.k[l], cache.v[l], ap);
     be_.attention(qkv, cache.k[l], cache.v[l], batch, ap, attn);
     be_.linear(attn, L.o_w, nullptr, x);
+    if (tp) comm_->all_reduce_sum(x);  // row-parallel o_proj: sum of the ranks' head groups
     be_.add_rms_norm(x, residual, L.post_norm, eps);
     be_.linear(x, L.gate_up_w, nullptr, gate_up);
     be_.silu_and_mul(gate_up, mlp);
     be_.linear(mlp, L.down_w, nullptr, x);
+    if (tp) comm_->all_reduce_sum(x);  // row-parallel down_proj
   }
   be_.add_rms_norm(x, residual, final_norm_, eps);
   Tensor hidden = be_.empty({batch.logits_indices.numel(), H}, act);
@@ -128,8 +141,14 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
 Tensor DecoderModel::compute_logits(const Tensor& hidden) {
   NV_CHECK(hidden.ndim() == 2 && hidden.size(1) == cfg_.hidden_size, "compute_logits: hidden ",
            hidden.str(), " must be [S, ", cfg_.hidden_size, "]");
-  Tensor logits = be_.empty({hidden.size(0), int64_t(cfg_.vocab_size / tp_.world)}, DType::F32);
-  be_.linear(hidden, lm_head_, nullptr, logits);
+  const int64_t S = hidden.size(0);
+  Tensor local = be_.empty({S, shard_.vocab_rows}, DType::F32);
+  be_.linear(hidden, lm_head_, nullptr, local);
+  if (!comm_ || comm_->world_size() == 1) return local;
+  // [S, ceil(V/N)] per rank -> [S, V] on rank 0 (the last rank's padding columns dropped).
+  Tensor logits;
+  if (comm_->rank() == 0) logits = be_.empty({S, int64_t(cfg_.vocab_size)}, DType::F32);
+  comm_->gather_last_dim(local, comm_->rank() == 0 ? &logits : nullptr, 0);
   return logits;
 }
 

@@ -7,13 +7,20 @@
 // Final: add_rms_norm, gather logits_indices rows -> hidden [S,H] (forward_hidden), then the
 // LM head -> logits [S,V] F32 (compute_logits). The split lets a CUDA graph capture the
 // hidden-state forward only: its persistent output is [bs, H], never [bs, V].
+//
+// Tensor parallel (models/tp_shard.h): each rank runs its heads and its slice of the MLP; the
+// partial outputs of o_proj and down_proj and the vocab-parallel embedding are summed with the
+// communicator's all-reduce (every rank then holds the full residual stream), and the LM head's
+// [S, V/N] logits are gathered to rank 0.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "kernels/backend.h"
+#include "dist/communicator.h"
 #include "layers/linear.h"
 #include "models/model_config.h"
+#include "models/tp_shard.h"
 
 namespace nanovllm {
 
@@ -23,26 +30,35 @@ struct KVCache {
   std::vector<Tensor> k, v;  // per layer [num_blocks * block_size, Hkv, D]
   int num_blocks = 0;
   int block_size = 0;
-  static size_t block_bytes(const ModelConfig& c, int block_size, DType dtype, int tp_world = 1);
+  // Per rank: num_kv_heads = the rank's KV heads (TpShard::num_kv_heads; -1: all the model's).
+  static size_t block_bytes(const ModelConfig& c, int block_size, DType dtype,
+                            int num_kv_heads = -1);
   static KVCache allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int tp_world = 1);
+                          int num_kv_heads = -1);
 };
 
 class DecoderModel {
  public:
+  // Loads the rank's shard of the weights. `comm` (null: single rank) must outlive the model
+  // and match shard.world.
   DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
-               int max_positions, TpInfo tp = {});
+               int max_positions, const TpShard& shard, Communicator* comm);
+  // Single rank.
+  DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
+               int max_positions);
   // Hidden states [S, H] (act dtype) after the final norm, S = batch.logits_indices rows, on
   // the backend's device. Enqueues only (no sync, no host copy): CUDA graphs capture it.
   Tensor forward_hidden(const BatchTensors& batch, KVCache& cache);
-  // LM head: hidden [S, H] -> logits [S, V] F32 on the backend's device.
+  // LM head: hidden [S, H] -> logits [S, V] F32 on the backend's device, on rank 0 (other
+  // ranks take part in the gather and get an undefined tensor).
   Tensor compute_logits(const Tensor& hidden);
   // compute_logits(forward_hidden(batch, cache)).
   Tensor forward(const BatchTensors& batch, KVCache& cache);
   const ModelConfig& config() const { return cfg_; }
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all weights (one copy)
-  int num_local_q_heads() const { return hq_; }
-  int num_local_kv_heads() const { return hkv_; }
+  int num_local_q_heads() const { return shard_.num_q_heads; }
+  int num_local_kv_heads() const { return shard_.num_kv_heads; }
+  const TpShard& shard() const { return shard_; }
 
  private:
   struct Layer {
@@ -52,8 +68,8 @@ class DecoderModel {
 
   ModelConfig cfg_;
   Backend& be_;
-  TpInfo tp_;
-  int hq_ = 0, hkv_ = 0;
+  TpShard shard_;
+  Communicator* comm_ = nullptr;  // null or world 1: no collectives
   std::vector<Layer> layers_;
   Tensor embed_, lm_head_, final_norm_, cos_sin_;
   size_t weight_bytes_ = 0;

@@ -1,7 +1,7 @@
 """`nanovllm generate` sampling flags end to end: greedy decoding with --repetition-penalty,
 --frequency-penalty and --presence-penalty against a replay in f64 over the raw logits of the
-same sequence (`nanovllm logits`), min-tokens, and the clear errors: out-of-range penalties and
---tensor-parallel-size > 1 (not implemented yet) exit non-zero with a message, on every device.
+same sequence (`nanovllm logits`), min-tokens, and the clear errors of out-of-range penalties (tensor-parallel errors:
+test_tensor_parallel.py).
 Uses stories260K from the shared data when present, else a tiny random model."""
 import json
 import os
@@ -87,15 +87,6 @@ def case_bad_flags(model):
     expect_failure(base + ["--frequency-penalty", -3], "frequency_penalty must be in [-2, 2]")
 
 
-def case_tensor_parallel_refused(model):
-    msg = "tensor parallelism is not implemented yet"
-    for dev in ("cpu", "auto", "cuda"):
-        expect_failure(["generate", "--model", model, "--prompt-ids", "1,2", "--max-tokens", 2,
-                        "--device", dev, "--tensor-parallel-size", 2], msg)
-    expect_failure(["bench", "--model", model, "--tp", 4, "--num-seqs", 1], msg)
-    expect_failure(["serve", "--model", model, "--port", 0, "--tensor-parallel-size", 2], msg)
-
-
 def main():
     try:
         U.nanovllm_bin()
@@ -116,7 +107,6 @@ def main():
                  model, tmp)
         run.case("min-tokens suppresses EOS", case_min_tokens, model)
         run.case("out-of-range penalty flags are clear errors", case_bad_flags, model)
-        run.case("tensor-parallel-size > 1 is refused on every device", case_tensor_parallel_refused, model)
     finally:
         U.remove_tree(tmp)
     return run.exit_code()

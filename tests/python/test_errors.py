@@ -62,10 +62,9 @@ def test_sampling_params_api():
     (dict(device="tpu"), ValueError, r"device must be auto, cpu or cuda, got 'tpu'"),
     (dict(policy="fifo"), ValueError, r"policy must be prefill-first or mixed"),
     (dict(gpu_memory_utilization=1.5), ValueError, r"gpu_memory_utilization must be in \(0, 1\]"),
-    # The CPU backend runs one rank: the engine's message comes through (ValueError while
-    # tensor parallelism is unimplemented, NanoVLLMError from the backend once it is).
-    (dict(tensor_parallel_size=2, device="cpu"), (ValueError, NanoVLLMError),
-     r"tensor_parallel_size 2"),
+    # The tiny model's 4 heads do not split over 3 ranks: the engine's message comes through.
+    (dict(tensor_parallel_size=3, device="cpu"), NanoVLLMError,
+     r"tensor_parallel_size 3 does not divide the model's num_attention_heads \(4\)"),
 ])
 def test_llm_config_errors(tiny_model, kwargs, exc, match):
     with pytest.raises(exc, match=match):

@@ -103,13 +103,8 @@ TEST(Config, ValidateChecksEveryField) {
   EXPECT_THAT(with([](auto& c) { c.max_num_batched_tokens = 0; }), HasSubstr("max_num_batched_tokens"));
   EXPECT_THAT(with([](auto& c) { c.max_model_len = 0; }), HasSubstr("max_model_len"));
   EXPECT_THAT(with([](auto& c) { c.tensor_parallel_size = 0; }), HasSubstr("tensor_parallel_size"));
-  // Until tensor parallelism exists (issue 15), any TP > 1 is refused on every device.
-  for (const char* dev : {"auto", "cpu", "cuda"})
-    EXPECT_THAT(with([&](auto& c) {
-                  c.tensor_parallel_size = 2;
-                  c.device = dev;
-                }),
-                HasSubstr("tensor_parallel_size 2: tensor parallelism is not implemented yet"));
+  EXPECT_EQ(with([](auto& c) { c.tensor_parallel_size = 2; }), "");  // real ranks since issue 15
+  EXPECT_THAT(with([](auto& c) { c.dist_timeout_s = 0; }), HasSubstr("dist_timeout_s must be > 0, got 0"));
   EXPECT_THAT(with([](auto& c) { c.policy = "fifo"; }), HasSubstr("policy must be prefill-first or mixed, got 'fifo'"));
   EXPECT_EQ(with([](auto& c) { c.policy = "mixed"; }), "");
   EXPECT_THAT(with([](auto& c) { c.device = "tpu"; }), HasSubstr("device"));

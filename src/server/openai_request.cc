@@ -73,22 +73,6 @@ std::vector<int> get_token_ids(const json& arr, const char* key) {
   return ids;
 }
 
-// Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
-json parse_body(const std::string& body, size_t max_json_depth) {
-  json j;
-  try {
-    JsonLimits limits;
-    limits.max_depth = max_json_depth;
-    j = parse_json(body, "request body", limits);
-  } catch (const Error& e) {
-    std::string msg = client_message(e.what());
-    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
-    throw bad_request(msg, "", "invalid_json");
-  }
-  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
-  return j;
-}
-
 // OpenAI's {"token id": bias}: keys are decimal token ids (JSON object keys are strings).
 std::map<int, float> parse_logit_bias(const json& lb) {
   if (!lb.is_object()) throw type_error("logit_bias", "an object mapping token ids to numbers");
@@ -199,8 +183,24 @@ std::string content_to_text(const json& content, size_t index) {
 
 }  // namespace
 
+// Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
+json parse_request_body(const std::string& body, size_t max_json_depth) {
+  json j;
+  try {
+    JsonLimits limits;
+    limits.max_depth = max_json_depth;
+    j = parse_json(body, "request body", limits);
+  } catch (const Error& e) {
+    std::string msg = client_message(e.what());
+    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
+    throw bad_request(msg, "", "invalid_json");
+  }
+  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
+  return j;
+}
+
 GenerationRequest parse_completion_request(const std::string& body, size_t max_json_depth) {
-  const json b = parse_body(body, max_json_depth);
+  const json b = parse_request_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = false;
   const json* pr = field(b, "prompt");
@@ -246,7 +246,7 @@ GenerationRequest parse_completion_request(const std::string& body, size_t max_j
 }
 
 GenerationRequest parse_chat_request(const std::string& body, size_t max_json_depth) {
-  const json b = parse_body(body, max_json_depth);
+  const json b = parse_request_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = true;
   const json* msgs = field(b, "messages");

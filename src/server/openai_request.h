@@ -32,6 +32,10 @@ struct GenerationRequest {
 // Default nesting limit of request bodies (`serve --max-json-depth`).
 inline constexpr size_t kDefaultRequestJsonDepth = 128;
 
+// The body as a JSON object, parsed with the nesting limit (util/json_bounded.h); ApiError 400
+// (code invalid_json) otherwise.
+nlohmann::json parse_request_body(const std::string& body, size_t max_json_depth = kDefaultRequestJsonDepth);
+
 // `body` is the raw request body. Throws ApiError (400) for malformed JSON (numbers out of
 // range included), JSON nested deeper than `max_json_depth`, wrong types and invalid values.
 GenerationRequest parse_completion_request(const std::string& body,

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "server/handlers.h"
+#include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"
@@ -17,19 +18,6 @@ namespace nanovllm::server {
 using nlohmann::json;
 
 namespace {
-
-json parse_object(const std::string& body, size_t max_depth) {
-  json b;
-  try {
-    JsonLimits limits;
-    limits.max_depth = max_depth;
-    b = parse_json(body, "request body", limits);
-  } catch (const Error& e) {
-    throw bad_request(client_message(e.what()), "", "invalid_json");
-  }
-  if (!b.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
-  return b;
-}
 
 bool bool_field(const json& b, const char* key, bool def) {
   auto it = b.find(key);
@@ -50,7 +38,7 @@ void check_model(const ServerContext& ctx, const json& b) {
 
 void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Response& res) {
   try {
-    const json b = parse_object(body, ctx.max_json_depth);
+    const json b = parse_request_body(body, ctx.max_json_depth);
     check_model(ctx, b);
     if (!ctx.tokenizer) throw bad_request("this model has no tokenizer.json", "");
     std::vector<int> ids;
@@ -81,7 +69,7 @@ void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Respo
 
 void handle_detokenize(ServerContext& ctx, const std::string& body, httplib::Response& res) {
   try {
-    const json b = parse_object(body, ctx.max_json_depth);
+    const json b = parse_request_body(body, ctx.max_json_depth);
     check_model(ctx, b);
     if (!ctx.tokenizer) throw bad_request("this model has no tokenizer.json", "");
     auto t = b.find("tokens");

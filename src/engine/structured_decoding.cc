@@ -23,13 +23,14 @@ void SequenceGrammar::accept(int token) {
   NV_CHECK(matcher_.accept_token(token), "sampled token ", token, " is not allowed by the grammar");
 }
 
-StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids, int vocab_size,
-                                       structured::ToolCallFormat format)
+StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids,
+                                       int vocab_size, structured::ToolCallFormat format)
     : format_(format),
-      cache_(structured::TokenIndex::from_tokenizer(tok, std::vector<int32_t>(eos_ids.begin(), eos_ids.end()),
-                                                    vocab_size)) {}
+      cache_(structured::TokenIndex::from_tokenizer(
+          tok, std::vector<int32_t>(eos_ids.begin(), eos_ids.end()), vocab_size)) {}
 
-std::shared_ptr<const structured::CompiledGrammar> StructuredDecoding::compile(const StructuredOutputsParams& p) const {
+std::shared_ptr<const structured::CompiledGrammar> StructuredDecoding::compile(
+    const StructuredOutputsParams& p) const {
   structured::JsonSchemaOptions opt;
   opt.max_whitespace = kMaxJsonWhitespace;
   std::optional<structured::RequestConstraint> c = structured::constraint_for(p, format_, opt);

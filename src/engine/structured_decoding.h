@@ -20,7 +20,8 @@ class Tokenizer;
 
 class SequenceGrammar {
  public:
-  explicit SequenceGrammar(std::shared_ptr<const structured::CompiledGrammar> g) : matcher_(std::move(g)) {}
+  explicit SequenceGrammar(std::shared_ptr<const structured::CompiledGrammar> g)
+      : matcher_(std::move(g)) {}
   // The mask for the next token: ceil(V / 32) words; valid until the next call.
   std::span<const uint32_t> allowed();
   // After the sampled token (the sampling op only samples allowed ones). Throws if it is not
@@ -42,7 +43,8 @@ class StructuredDecoding {
                      structured::ToolCallFormat format);
   // The compiled constraint (cached; every position table precomputed, so the engine thread
   // pays no trie walks). Throws structured::ConstraintError naming the unsupported feature.
-  std::shared_ptr<const structured::CompiledGrammar> compile(const StructuredOutputsParams& p) const;
+  std::shared_ptr<const structured::CompiledGrammar> compile(
+      const StructuredOutputsParams& p) const;
   std::unique_ptr<SequenceGrammar> start(const StructuredOutputsParams& p) const;
   structured::ToolCallFormat tool_call_format() const { return format_; }
 

@@ -6,7 +6,8 @@ using nlohmann::json;
 
 ChoiceOutput::ChoiceOutput(const ChoiceOptions& opt) : opt_(opt) {
   if (opt_.reasoning) reasoning_ = std::make_unique<structured::ReasoningStreamParser>();
-  if (opt_.tools) tools_ = std::make_unique<structured::ToolCallStreamParser>(opt_.format, opt_.call_id_prefix);
+  if (opt_.tools)
+    tools_ = std::make_unique<structured::ToolCallStreamParser>(opt_.format, opt_.call_id_prefix);
 }
 
 std::vector<json> ChoiceOutput::reasoning_deltas(const std::string& r) {

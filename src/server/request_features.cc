@@ -21,9 +21,11 @@ const json* field(const json& b, const char* key) {
 int int_field(const json& b, const char* key, int def) {
   const json* v = field(b, key);
   if (!v) return def;
-  if (!v->is_number_integer()) throw bad_request(std::string("'") + key + "' must be an integer", key, "invalid_type");
+  if (!v->is_number_integer())
+    throw bad_request(std::string("'") + key + "' must be an integer", key, "invalid_type");
   const int64_t x = v->get<int64_t>();
-  if (x < 1 || x > 64) throw bad_request(std::string("'") + key + "' must be in [1, 64], got " + v->dump(), key);
+  if (x < 1 || x > 64)
+    throw bad_request(std::string("'") + key + "' must be in [1, 64], got " + v->dump(), key);
   return int(x);
 }
 
@@ -39,8 +41,11 @@ ToolChoice parse_tool_choice(const json* tc) {
   if (tc->is_string()) {
     c.mode = tc->get<std::string>();
     if (c.mode != "none" && c.mode != "auto" && c.mode != "required")
-      throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                        "\"function\": {\"name\": ...}}, got \"" + c.mode + "\"", "tool_choice");
+      throw bad_request(
+          "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+          "\"function\": {\"name\": ...}}, got \"" +
+              c.mode + "\"",
+          "tool_choice");
     return c;
   }
   if (tc->is_object() && tc->contains("function") && (*tc)["function"].is_object() &&
@@ -49,8 +54,10 @@ ToolChoice parse_tool_choice(const json* tc) {
     c.name = (*tc)["function"]["name"].get<std::string>();
     return c;
   }
-  throw bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                    "\"function\": {\"name\": ...}}", "tool_choice", "invalid_type");
+  throw bad_request(
+      "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+      "\"function\": {\"name\": ...}}",
+      "tool_choice", "invalid_type");
 }
 
 }  // namespace
@@ -61,12 +68,15 @@ void parse_n(const json& b, GenerationRequest& r) {
   const int best_of = int_field(b, "best_of", r.params.n);
   if (best_of != r.params.n)
     throw bad_request("'best_of' must equal 'n' (" + std::to_string(r.params.n) +
-                          "): choosing the best of more completions is not supported", "best_of");
+                          "): choosing the best of more completions is not supported",
+                      "best_of");
 }
 
-void parse_constraints(const json& b, const std::string& body, size_t max_json_depth, GenerationRequest& r) {
-  static const char* kKeys[] = {"response_format", "structured_outputs", "guided_json", "guided_regex",
-                                "guided_choice", "guided_grammar", "tools", "tool_choice"};
+void parse_constraints(const json& b, const std::string& body, size_t max_json_depth,
+                       GenerationRequest& r) {
+  static const char* kKeys[] = {"response_format", "structured_outputs", "guided_json",
+                                "guided_regex",    "guided_choice",      "guided_grammar",
+                                "tools",           "tool_choice"};
   bool any = false;
   for (const char* k : kKeys) any = any || field(b, k) != nullptr;
   if (!any) return;
@@ -93,17 +103,22 @@ void parse_constraints(const json& b, const std::string& body, size_t max_json_d
     return;
   }
   if (!r.chat) throw bad_request("'tools' is only supported by /v1/chat/completions", "tools");
-  if (!tools->is_array()) throw bad_request("'tools' must be a list of tool objects", "tools", "invalid_type");
+  if (!tools->is_array())
+    throw bad_request("'tools' must be a list of tool objects", "tools", "invalid_type");
   for (const auto& t : *tools)
-    if (!t.is_object()) throw bad_request("'tools' must be a list of tool objects", "tools", "invalid_type");
+    if (!t.is_object())
+      throw bad_request("'tools' must be a list of tool objects", "tools", "invalid_type");
   if (choice.mode == "none") return;  // the template does not see them, the output is not parsed
   r.template_kwargs["tools"] = *tools;
   r.parse_tool_calls = true;
   if (choice.mode == "auto") return;
   if (!r.params.structured_outputs.empty())
     throw bad_request("'tool_choice' \"" + choice.mode + "\" conflicts with " + r.constraint_param +
-                          ": give one output constraint", "tool_choice");
-  if (tools->empty()) throw bad_request("'tools' must not be empty with tool_choice \"" + choice.mode + "\"", "tools");
+                          ": give one output constraint",
+                      "tool_choice");
+  if (tools->empty())
+    throw bad_request("'tools' must not be empty with tool_choice \"" + choice.mode + "\"",
+                      "tools");
   r.params.structured_outputs.tools = ob["tools"].dump();
   r.params.structured_outputs.tool_name = choice.name;
   r.constraint_param = "tool_choice";
@@ -115,12 +130,15 @@ void parse_echo_suffix(const json& b, GenerationRequest& r) {
     r.echo = e->get<bool>();
   }
   if (r.echo && r.logprobs)
-    throw bad_request("'echo' with 'logprobs' is not supported (prompt logprobs are not computed)", "echo");
+    throw bad_request("'echo' with 'logprobs' is not supported (prompt logprobs are not computed)",
+                      "echo");
   if (const json* s = field(b, "suffix")) {
     if (!s->is_string()) throw bad_request("'suffix' must be a string", "suffix", "invalid_type");
     if (!s->get<std::string>().empty())
-      throw bad_request("'suffix' (fill-in-the-middle insertion) is not supported by this server; send the "
-                        "whole prompt without 'suffix'", "suffix", "unsupported_parameter");
+      throw bad_request(
+          "'suffix' (fill-in-the-middle insertion) is not supported by this server; send the "
+          "whole prompt without 'suffix'",
+          "suffix", "unsupported_parameter");
   }
 }
 

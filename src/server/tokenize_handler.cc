@@ -22,7 +22,8 @@ namespace {
 bool bool_field(const json& b, const char* key, bool def) {
   auto it = b.find(key);
   if (it == b.end() || it->is_null()) return def;
-  if (!it->is_boolean()) throw bad_request(std::string("'") + key + "' must be a boolean", key, "invalid_type");
+  if (!it->is_boolean())
+    throw bad_request(std::string("'") + key + "' must be a boolean", key, "invalid_type");
   return it->get<bool>();
 }
 
@@ -30,8 +31,10 @@ void check_model(const ServerContext& ctx, const json& b) {
   auto it = b.find("model");
   if (it == b.end() || it->is_null()) return;
   if (!it->is_string() || (*it != ctx.model_name && *it != ctx.model_path))
-    throw ApiError(404, "The model " + it->dump() + " does not exist; this server serves '" + ctx.model_name + "'",
-                   "not_found_error", "model", "model_not_found");
+    throw ApiError(
+        404,
+        "The model " + it->dump() + " does not exist; this server serves '" + ctx.model_name + "'",
+        "not_found_error", "model", "model_not_found");
 }
 
 }  // namespace
@@ -48,7 +51,8 @@ void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Respo
     } else {
       auto p = b.find("prompt");
       if (p == b.end() || !p->is_string())
-        throw bad_request("'prompt' (a string) or 'messages' is required", "prompt", "missing_parameter");
+        throw bad_request("'prompt' (a string) or 'messages' is required", "prompt",
+                          "missing_parameter");
       ids = ctx.tokenizer->encode(p->get<std::string>(), bool_field(b, "add_special_tokens", true));
     }
     json strs = nullptr;
@@ -57,7 +61,9 @@ void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Respo
       for (int id : ids) strs.push_back(ctx.tokenizer->decode({id}, false));
     }
     res.status = 200;
-    res.set_content(dump_json(json{{"count", ids.size()}, {"max_model_len", ctx.max_model_len}, {"tokens", ids},
+    res.set_content(dump_json(json{{"count", ids.size()},
+                                   {"max_model_len", ctx.max_model_len},
+                                   {"tokens", ids},
                                    {"token_strs", strs}}),
                     "application/json");
   } catch (const ApiError& e) {
@@ -74,17 +80,20 @@ void handle_detokenize(ServerContext& ctx, const std::string& body, httplib::Res
     if (!ctx.tokenizer) throw bad_request("this model has no tokenizer.json", "");
     auto t = b.find("tokens");
     if (t == b.end() || !t->is_array())
-      throw bad_request("'tokens' (a list of token ids) is required", "tokens", "missing_parameter");
+      throw bad_request("'tokens' (a list of token ids) is required", "tokens",
+                        "missing_parameter");
     std::vector<int> ids;
     const int64_t vocab = ctx.tokenizer->vocab_size();
     for (const auto& x : *t) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= vocab)
-        throw bad_request("'tokens' must hold token ids in [0, " + std::to_string(vocab) + "), got " + x.dump(),
-                          "tokens");
+        throw bad_request(
+            "'tokens' must hold token ids in [0, " + std::to_string(vocab) + "), got " + x.dump(),
+            "tokens");
       ids.push_back(int(x.get<int64_t>()));
     }
     res.status = 200;
-    res.set_content(dump_json(json{{"prompt", ctx.tokenizer->decode(ids, false)}}), "application/json");
+    res.set_content(dump_json(json{{"prompt", ctx.tokenizer->decode(ids, false)}}),
+                    "application/json");
   } catch (const ApiError& e) {
     set_error(res, e);
   } catch (const std::exception& e) {

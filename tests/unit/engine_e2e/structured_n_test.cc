@@ -87,7 +87,8 @@ TEST(EngineN, SeededCompletionsAreReproducibleAndDiffer) {
   EXPECT_TRUE(llm.is_finished());
 }
 
-std::vector<RequestOutput> constrained(LLM& llm, StructuredOutputsParams so, int n, int max_tokens) {
+std::vector<RequestOutput> constrained(LLM& llm, StructuredOutputsParams so, int n,
+                                       int max_tokens) {
   SamplingParams sp;
   sp.temperature = 1.0f;
   sp.max_tokens = max_tokens;

@@ -1,9 +1,9 @@
 // Chat choice shaping: <think> -> reasoning_content, tool-call text -> tool_calls with ids,
 // finish_reason "tool_calls"; the stream's deltas, for any split of the text, accumulate to the
 // whole message.
-#include <gtest/gtest.h>
-
 #include "server/choice_output.h"
+
+#include <gtest/gtest.h>
 
 namespace nanovllm::server {
 namespace {
@@ -14,16 +14,20 @@ using nlohmann::json;
 json accumulate(const std::vector<json>& deltas) {
   json m{{"content", ""}, {"reasoning_content", ""}, {"tool_calls", json::array()}};
   for (const auto& d : deltas) {
-    if (d.contains("content")) m["content"] = m["content"].get<std::string>() + d["content"].get<std::string>();
+    if (d.contains("content"))
+      m["content"] = m["content"].get<std::string>() + d["content"].get<std::string>();
     if (d.contains("reasoning_content"))
-      m["reasoning_content"] = m["reasoning_content"].get<std::string>() + d["reasoning_content"].get<std::string>();
+      m["reasoning_content"] =
+          m["reasoning_content"].get<std::string>() + d["reasoning_content"].get<std::string>();
     if (d.contains("tool_calls"))
       for (const auto& tc : d["tool_calls"]) {
         const size_t i = tc["index"].get<size_t>();
         auto& calls = m["tool_calls"];
-        if (calls.size() <= i) calls.push_back(json{{"id", tc.value("id", "")}, {"name", ""}, {"arguments", ""}});
+        if (calls.size() <= i)
+          calls.push_back(json{{"id", tc.value("id", "")}, {"name", ""}, {"arguments", ""}});
         if (tc["function"].contains("name")) calls[i]["name"] = tc["function"]["name"];
-        calls[i]["arguments"] = calls[i]["arguments"].get<std::string>() + tc["function"].value("arguments", "");
+        calls[i]["arguments"] =
+            calls[i]["arguments"].get<std::string>() + tc["function"].value("arguments", "");
       }
   }
   return m;
@@ -39,7 +43,8 @@ ChoiceOptions opts(bool reasoning, bool tools) {
 
 TEST(ChoiceOutput, ReasoningAndToolCalls) {
   const std::string text =
-      "<think>\nplan it\n</think>\n\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+      "<think>\nplan it\n</think>\n\nSure.<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": "
+      "1}}\n</tool_call>";
   ChoiceOutput whole(opts(true, true));
   (void)whole.push(text);
   (void)whole.finish();
@@ -51,7 +56,8 @@ TEST(ChoiceOutput, ReasoningAndToolCalls) {
   EXPECT_EQ(m["tool_calls"][0]["id"], "call_x_0");
   EXPECT_EQ(m["tool_calls"][0]["type"], "function");
   EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "f");
-  EXPECT_EQ(json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()), json({{"a", 1}}));
+  EXPECT_EQ(json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"a", 1}}));
   EXPECT_EQ(whole.finish_reason("stop"), "tool_calls");
   EXPECT_EQ(whole.finish_reason("length"), "length");
 
@@ -66,7 +72,8 @@ TEST(ChoiceOutput, ReasoningAndToolCalls) {
     ASSERT_EQ(acc["tool_calls"].size(), 1u) << cut;
     EXPECT_EQ(acc["tool_calls"][0]["id"], "call_x_0");
     EXPECT_EQ(acc["tool_calls"][0]["name"], "f");
-    EXPECT_EQ(json::parse(acc["tool_calls"][0]["arguments"].get<std::string>()), json({{"a", 1}})) << cut;
+    EXPECT_EQ(json::parse(acc["tool_calls"][0]["arguments"].get<std::string>()), json({{"a", 1}}))
+        << cut;
   }
 }
 
@@ -89,7 +96,9 @@ TEST(ChoiceOutput, PlainTextPassesThrough) {
 
 TEST(ChoiceOutput, OnlyCallsMeansNullContent) {
   ChoiceOutput c(opts(false, true));
-  (void)c.push("<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"h\", \"arguments\": {}}\n</tool_call>");
+  (void)c.push(
+      "<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": "
+      "\"h\", \"arguments\": {}}\n</tool_call>");
   (void)c.finish();
   json m = c.message();
   EXPECT_TRUE(m["content"].is_null());

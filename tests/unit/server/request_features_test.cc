@@ -13,7 +13,9 @@ namespace {
 
 const char* kMsgs = R"("messages":[{"role":"user","content":"x"}])";
 
-GenerationRequest chat(const std::string& rest) { return parse_chat_request(std::string("{") + kMsgs + "," + rest + "}"); }
+GenerationRequest chat(const std::string& rest) {
+  return parse_chat_request(std::string("{") + kMsgs + "," + rest + "}");
+}
 
 ApiError chat_error(const std::string& rest) {
   try {
@@ -33,15 +35,20 @@ TEST(RequestFeatures, ResponseFormatKeepsSchemaPropertyOrder) {
   // The order written, not nlohmann::json's sorted order: the model is made to write "zeta" first.
   EXPECT_LT(so.json.find("zeta"), so.json.find("alpha")) << so.json;
   EXPECT_TRUE(so.regex.empty() && so.choice.empty() && !so.json_object && so.tools.empty());
-  EXPECT_TRUE(chat(R"("response_format":{"type":"json_object"})").params.structured_outputs.json_object);
+  EXPECT_TRUE(
+      chat(R"("response_format":{"type":"json_object"})").params.structured_outputs.json_object);
   EXPECT_TRUE(chat(R"("response_format":{"type":"text"})").params.structured_outputs.empty());
 }
 
 TEST(RequestFeatures, VllmConstraintNames) {
   EXPECT_EQ(chat(R"("guided_regex":"a+")").params.structured_outputs.regex, "a+");
-  EXPECT_EQ(chat(R"("guided_choice":["y","n"])").params.structured_outputs.choice, (std::vector<std::string>{"y", "n"}));
-  EXPECT_NE(chat(R"("guided_json":{"type":"boolean"})").params.structured_outputs.json.find("boolean"), std::string::npos);
-  auto so = chat(R"("structured_outputs":{"regex":"\\d+","disable_any_whitespace":true})").params.structured_outputs;
+  EXPECT_EQ(chat(R"("guided_choice":["y","n"])").params.structured_outputs.choice,
+            (std::vector<std::string>{"y", "n"}));
+  EXPECT_NE(
+      chat(R"("guided_json":{"type":"boolean"})").params.structured_outputs.json.find("boolean"),
+      std::string::npos);
+  auto so = chat(R"("structured_outputs":{"regex":"\\d+","disable_any_whitespace":true})")
+                .params.structured_outputs;
   EXPECT_EQ(so.regex, "\\d+");
   EXPECT_TRUE(so.disable_any_whitespace);
   auto c = parse_completion_request(R"({"prompt":"p","structured_outputs":{"choice":["a"]}})");
@@ -49,7 +56,8 @@ TEST(RequestFeatures, VllmConstraintNames) {
 }
 
 TEST(RequestFeatures, ToolChoiceModes) {
-  const std::string tools = R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
+  const std::string tools =
+      R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
   auto none = chat(tools + R"(,"tool_choice":"none")");
   EXPECT_FALSE(none.parse_tool_calls);
   EXPECT_FALSE(none.template_kwargs.contains("tools"));
@@ -71,7 +79,8 @@ TEST(RequestFeatures, NAndEcho) {
   EXPECT_EQ(chat(R"("n":4,"best_of":4)").params.n, 4);
   auto e = parse_completion_request(R"({"prompt":"p","echo":true})");
   EXPECT_TRUE(e.echo);
-  EXPECT_NO_THROW(parse_completion_request(R"({"prompt":"p","suffix":""})"));  // empty: nothing to insert
+  EXPECT_NO_THROW(
+      parse_completion_request(R"({"prompt":"p","suffix":""})"));  // empty: nothing to insert
 }
 
 TEST(RequestFeatures, ErrorsNameTheField) {

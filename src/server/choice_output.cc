@@ -5,7 +5,11 @@ namespace nanovllm::server {
 using nlohmann::json;
 
 ChoiceOutput::ChoiceOutput(const ChoiceOptions& opt) : opt_(opt) {
-  if (opt_.reasoning) reasoning_ = std::make_unique<structured::ReasoningStreamParser>();
+  if (opt_.reasoning) {
+    structured::ReasoningOptions ro;
+    ro.prompt_opened = opt_.prompt_opened;
+    reasoning_ = std::make_unique<structured::ReasoningStreamParser>(ro);
+  }
   if (opt_.tools)
     tools_ = std::make_unique<structured::ToolCallStreamParser>(opt_.format, opt_.call_id_prefix);
 }

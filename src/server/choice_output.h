@@ -17,6 +17,7 @@ namespace nanovllm::server {
 
 struct ChoiceOptions {
   bool reasoning = false;  // split <think> into reasoning_content
+  bool prompt_opened = false;  // the prompt ends inside <think> (DeepSeek-R1-style templates)
   bool tools = false;      // parse tool calls
   structured::ToolCallFormat format = structured::ToolCallFormat::kHermes;
   std::string call_id_prefix = "call_";  // per response: ids are prefix + call index

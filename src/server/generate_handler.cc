@@ -293,6 +293,16 @@ std::string prompt_text(const GenerationRequest& g, const EngineRequest& prepare
   return tok->decode(prepared.prompt_ids, /*skip_special_tokens=*/false);
 }
 
+// Whether the rendered chat prompt ends inside an open <think> (the template opened it for the
+// model, DeepSeek-R1 style): then the output starts as reasoning without the tag.
+bool prompt_opens_think(const std::vector<int>& ids, const Tokenizer* tok) {
+  if (!tok || ids.empty()) return false;
+  const size_t k = std::min<size_t>(ids.size(), 4);
+  std::string tail = tok->decode(std::vector<int>(ids.end() - long(k), ids.end()), false);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail.size() >= 7 && tail.compare(tail.size() - 7, 7, "<think>") == 0;
+}
+
 // Compiles the output constraint here (cached; never on the engine thread): unsupported schema
 // features become a 400 naming the request field and the feature.
 void prepare_constraint(ServerContext& ctx, const GenerationRequest& g) {
@@ -342,6 +352,7 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
       if (!slot.held()) throw ClientGone{};
       prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
       if (g.echo) plan.echo_text = prompt_text(g, prepared, ctx.tokenizer);
+      if (plan.choice.reasoning) plan.choice.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
       prepare_constraint(ctx, g);
     }
     ch = ctx.loop->submit(std::move(prepared), arrival);

@@ -94,6 +94,16 @@ TEST(ChoiceOutput, PlainTextPassesThrough) {
   EXPECT_EQ(r.finish_reason("stop"), "stop");
 }
 
+TEST(ChoiceOutput, PromptOpenedThink) {
+  ChoiceOptions o = opts(true, false);
+  o.prompt_opened = true;  // the template ended the prompt with "<think>\n"
+  ChoiceOutput c(o);
+  (void)c.push("weigh it\n</think>\n\nanswer");
+  (void)c.finish();
+  EXPECT_EQ(c.message()["reasoning_content"], "weigh it");
+  EXPECT_EQ(c.message()["content"], "answer");
+}
+
 TEST(ChoiceOutput, OnlyCallsMeansNullContent) {
   ChoiceOutput c(opts(false, true));
   (void)c.push(

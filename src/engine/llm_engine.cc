@@ -203,8 +203,11 @@ void LLMEngine::on_token(Request& r, Sequence& seq, int token, const TokenLogpro
   r.out_tokens.push_back(token);
   r.sampling->on_token(token);
   if (r.grammar) {
-    r.grammar->accept(token);
-    r.stopped_by_grammar = r.grammar->done();
+    // A token the grammar refuses would be a bug of the mask: end this request with an error
+    // rather than the engine (and every other request) with an exception.
+    if (!r.grammar->accept(token))
+      r.error = "internal error: sampled token " + std::to_string(token) + " is outside the output constraint";
+    r.stopped_by_grammar = !r.error.empty() || r.grammar->done();
   }
   if (lp) r.logprobs.push_back(*lp);
   if (!r.detok) return;
@@ -360,7 +363,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     auto it = requests_.find(f->seq_id);
     if (it == requests_.end()) continue;
     const bool stopped = it->second->stopped_by_string || it->second->stopped_by_grammar;
-    std::string reason = stopped ? "stop" : f->finish_reason;
+    std::string reason = !it->second->error.empty() ? "error" : stopped ? "stop" : f->finish_reason;
     finish_request(f->seq_id, reason.empty() ? "stop" : reason, out);
     done_ids.push_back(f->seq_id);
   }
@@ -369,8 +372,9 @@ std::vector<RequestOutput> LLMEngine::step() {
     auto it = requests_.find(s->seq_id);
     if (it == requests_.end()) continue;
     if (it->second->stopped_by_string || it->second->stopped_by_grammar) {
-      auto owned = scheduler_->finish(s->seq_id, "stop");
-      finish_request(s->seq_id, "stop", out);
+      const char* reason = it->second->error.empty() ? "stop" : "error";
+      auto owned = scheduler_->finish(s->seq_id, reason);
+      finish_request(s->seq_id, reason, out);
     } else if (it->second->stream) {
       push_delta(*it->second, false);
     }

@@ -19,10 +19,6 @@ std::span<const uint32_t> SequenceGrammar::allowed() {
   return mask_;
 }
 
-void SequenceGrammar::accept(int token) {
-  NV_CHECK(matcher_.accept_token(token), "sampled token ", token, " is not allowed by the grammar");
-}
-
 StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids,
                                        int vocab_size, structured::ToolCallFormat format)
     : format_(format),

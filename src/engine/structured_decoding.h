@@ -24,9 +24,9 @@ class SequenceGrammar {
       : matcher_(std::move(g)) {}
   // The mask for the next token: ceil(V / 32) words; valid until the next call.
   std::span<const uint32_t> allowed();
-  // After the sampled token (the sampling op only samples allowed ones). Throws if it is not
-  // allowed (a bug: the mask and the matcher disagree).
-  void accept(int token);
+  // After the sampled token (the sampling op only samples allowed ones). False, the state
+  // unchanged, if it is not allowed (a bug: the mask and the matcher disagree).
+  bool accept(int token) { return matcher_.accept_token(token); }
   // An EOS was accepted, or nothing but EOS may follow: the sequence is complete.
   bool done() const { return matcher_.is_terminated() || matcher_.must_end(); }
 

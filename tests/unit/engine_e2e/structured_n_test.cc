@@ -122,6 +122,25 @@ TEST(EngineConstraint, ChoiceRegexAndSchemaHold) {
     EXPECT_TRUE(j["b"].is_boolean()) << o.text;
     EXPECT_EQ(j.size(), 2u);
   }
+  // Every sampling path honours the mask: greedy, top-k, top-p, min-p, penalties, logit_bias
+  // pushing hard towards a forbidden token.
+  for (int variant = 0; variant < 5; ++variant) {
+    SamplingParams sp;
+    sp.max_tokens = 50;
+    sp.structured_outputs.regex = "[a-c]{2,4}-[0-9]{3}";
+    if (variant == 0) sp.temperature = 0;
+    if (variant == 1) sp.top_k = 3;
+    if (variant == 2) sp.top_p = 0.3f;
+    if (variant == 3) sp.min_p = 0.5f;
+    if (variant == 4) {
+      sp.repetition_penalty = 1.5f;
+      sp.presence_penalty = 1.f;
+      sp.logit_bias[0] = 100.f;
+    }
+    auto o = llm.generate({Prompt("Hello")}, {sp})[0];
+    EXPECT_TRUE(std::regex_match(o.text, std::regex("[a-c]{2,4}-[0-9]{3}"))) << variant << ": " << o.text;
+    EXPECT_EQ(o.finish_reason, "stop") << variant;
+  }
   // The grammar's end finishes a sequence even when EOS is ignored.
   SamplingParams sp;
   sp.ignore_eos = true;

@@ -34,8 +34,16 @@ std::vector<int> prompt40() {
 
 // Greedy: every completion equals the single one, so a child's logits (computed on the shared
 // blocks plus its own tail) are right; the prefill is shared: 40 + 2 x 8 tokens, not 3 x 40.
-TEST(EngineN, ForkedCompletionsShareThePrefill) {
-  LLM llm(config(/*prefix_caching=*/false));
+// Both policies; mixed with a 24-token budget prefills the prompt in chunks and forks after the
+// last one.
+class EngineNPolicy : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Policies, EngineNPolicy, ::testing::Values("prefill-first", "mixed"));
+
+TEST_P(EngineNPolicy, ForkedCompletionsShareThePrefill) {
+  Config c = config(/*prefix_caching=*/false);
+  c.policy = GetParam();
+  if (c.policy == "mixed") c.max_num_batched_tokens = 24;
+  LLM llm(c);
   SamplingParams sp;
   sp.temperature = 0;
   sp.max_tokens = 6;

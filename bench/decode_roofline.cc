@@ -1,6 +1,7 @@
 // Batch-1 decode against the memory-bandwidth limit, measured in the same run.
 //
-//   bench_decode_roofline --model DIR [--tokens 64] [--rounds 5] [--json]
+//   bench_decode_roofline --model DIR [--tokens 64] [--rounds 5] [--quantization Q]
+//                         [--lm-head-quantization H] [--json]
 //
 // The limit: a decode token reads every weight once (tied models: the embedding once, as the
 // LM head), so tok/s <= read_bandwidth / weight_bytes_per_token. On a shared VM the bandwidth
@@ -9,7 +10,9 @@
 // same number of bytes (a huge-page buffer summed with AVX-512 when present, all pool threads),
 // run right after it. ratio = read-pass time / step time; the report gives the median over
 // all pairs, plus medians of tok/s and read GB/s, and the fastest step against the fastest
-// read pass of the run (peak against peak).
+// read pass of the run (peak against peak). With --quantization the bytes per token are those
+// of the quantized weights (kernels/quantized.h layout: int8 scales and row sums, int4 group
+// scales and padding included).
 #include <immintrin.h>
 #include <sys/mman.h>
 
@@ -22,9 +25,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/model_runner.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
 #include "read_pass.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 #include "models/model_config.h"
 #include "nanovllm/llm.h"
 #include "util/thread_pool.h"
@@ -62,16 +67,28 @@ struct ReadProbe {
   }
 };
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 // Bytes of weights one decode token reads: every tensor, except an untied model's embedding
-// table (only one row of it is read).
-double weight_bytes_per_token(const std::string& dir) {
+// table (only one row of it is read); the layers' projections and the LM head as `opt`
+// quantizes them (a tied model's quantized head is a copy: the dense table is then read one row
+// at a time, like an untied model's).
+double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& opt) {
   ModelConfig cfg = ModelConfig::from_dir(dir);
   WeightStore ws = WeightStore::open_dir(dir);
+  const std::string head = cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
   double bytes = 0;
   for (const auto& name : ws.names()) {
     if (name == "lm_head.weight" && cfg.tie_word_embeddings) continue;  // HF ignores it
     if (name == "model.embed_tokens.weight" && !cfg.tie_word_embeddings) continue;
-    bytes += double(ws.get(name).nbytes());
+    const Tensor t = ws.get(name);
+    const QuantScheme& q = name == head ? opt.lm_head_quant : opt.linear_quant;
+    const bool quantized = q.enabled() && t.ndim() == 2 &&
+                           (name == head || (name.rfind("model.layers.", 0) == 0 &&
+                                             ends_with(name, "_proj.weight")));
+    bytes += quantized ? double(cpu::quantized_nbytes(t.size(0), t.size(1), q)) : double(t.nbytes());
   }
   return bytes;
 }
@@ -88,6 +105,7 @@ int main(int argc, char** argv) {
   std::string model;
   int tokens = 64, rounds = 5;
   bool json = false;
+  Config cfg;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -100,9 +118,12 @@ int main(int argc, char** argv) {
     if (a == "--model") model = next();
     else if (a == "--tokens") tokens = std::stoi(next());
     else if (a == "--rounds") rounds = std::stoi(next());
+    else if (a == "--quantization") cfg.quantization = next();
+    else if (a == "--lm-head-quantization") cfg.lm_head_quantization = next();
     else if (a == "--json") json = true;
     else {
-      std::fprintf(stderr, "usage: bench_decode_roofline --model DIR [--tokens N] [--rounds R] [--json]\n");
+      std::fprintf(stderr, "usage: bench_decode_roofline --model DIR [--tokens N] [--rounds R] "
+                   "[--quantization Q] [--lm-head-quantization H] [--json]\n");
       return 2;
     }
   }
@@ -111,8 +132,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const double wbytes = weight_bytes_per_token(model);
-    Config cfg;
+    cfg.validate();
+    const double wbytes = weight_bytes_per_token(model, ModelRunner::load_options(cfg));
     cfg.model = model;
     cfg.device = "cpu";
     cfg.max_model_len = 1024;
@@ -149,6 +170,8 @@ int main(int argc, char** argv) {
     NV_CHECK(!ratios.empty(), "no decode steps were measured");
     nlohmann::json out;
     out["model"] = model;
+    out["quantization"] = cfg.quantization;
+    out["lm_head_quantization"] = cfg.lm_head_quantization;
     out["weight_bytes_per_token"] = wbytes;
     out["threads"] = probe.pool.size();
     out["pairs"] = ratios.size();

@@ -47,11 +47,13 @@ std::pair<double, double> run(int num_seqs, const std::string& out, bool traced)
   SamplingParams sp;
   sp.max_tokens = 64;
   sp.ignore_eos = true;
+  std::vector<std::unique_ptr<Sequence>> seqs;  // the scheduler does not own them (the engine's requests do)
   for (int i = 0; i < num_seqs; ++i) {
     std::vector<int> prompt(128);
     for (int k = 0; k < 128; ++k) prompt[size_t(k)] = (i * 131 + k) % 30000 + 3;
     if (tracer) tracer->arrived(uint64_t(i), 128);
-    sched.add(std::make_unique<Sequence>(uint64_t(i), prompt, sp, sc.block_size));
+    seqs.push_back(std::make_unique<Sequence>(uint64_t(i), prompt, sp, sc.block_size));
+    sched.add(seqs.back().get());
   }
   std::vector<double> trace_us, sched_us;
   while (!sched.is_finished()) {
@@ -76,7 +78,7 @@ std::pair<double, double> run(int num_seqs, const std::string& out, bool traced)
     s_us += us_since(t);
     t = Clock::now();
     if (tracer) {
-      for (const auto& f : finished) tracer->finished(f->seq_id, "length");
+      for (const Sequence* f : finished) tracer->finished(f->seq_id, "length");
       tracer->step_end(so, sched);
     }
     tr += us_since(t);

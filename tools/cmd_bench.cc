@@ -11,11 +11,11 @@
 #include "command.h"
 #include "engine/stats_json.h"
 #include "engine_flags.h"
-#include "loader/make_model.h"
 #include "nanovllm/llm.h"
+#include "testing/make_model.h"
+#include "testing/py_random.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
-#include "util/py_random.h"
 
 namespace nanovllm::cli {
 namespace {

@@ -37,6 +37,8 @@ int run_logits(int argc, char** argv) {
   app.add_option("--out", out, "output .npy path")->required();
   app.add_option("--device", cfg.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--block-size", cfg.kvcache_block_size, "KV block size")->capture_default_str();
+  app.add_option("--threads", cfg.num_threads, "CPU threads (0: all cores)");
+  add_weight_format_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
 
   std::vector<int> ids = parse_ids(ids_str);

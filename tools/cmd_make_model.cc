@@ -1,11 +1,11 @@
 // `nanovllm make-model`: writes a deterministic random HF-format model directory
-// (see src/loader/make_model.h).
+// (see src/testing/make_model.h).
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 
 #include "command.h"
-#include "loader/make_model.h"
+#include "testing/make_model.h"
 #include "util/check.h"
 
 namespace {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "tokenizer/incremental.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"
 #include "util/json_bounded.h"

@@ -8,6 +8,19 @@
 
 namespace nanovllm::cli {
 
+void add_weight_format_flags(CLI::App& app, Config& c) {
+  app.add_option("--quantization", c.quantization,
+                 "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
+                 "int4-g32-zp, int4-g64-zp)")
+      ->capture_default_str();
+  app.add_option("--kv-cache-dtype", c.kv_cache_dtype,
+                 "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16")
+      ->capture_default_str();
+  app.add_option("--lm-head-quantization", c.lm_head_quantization,
+                 "LM head: auto (int8 with int4 layers, else as --quantization) | none | a --quantization value")
+      ->capture_default_str();
+}
+
 void add_engine_flags(CLI::App& app, Config& c) {
   app.add_option("--device", c.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--max-num-seqs", c.max_num_seqs, "max sequences per step")->capture_default_str();
@@ -41,6 +54,7 @@ void add_engine_flags(CLI::App& app, Config& c) {
   app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
   app.add_option("--threads", c.num_threads,
                  "CPU threads per rank (0: the cores divided among the tensor-parallel ranks)");
+  add_weight_format_flags(app, c);
   app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
                "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
   app.add_option("--trace", c.trace_path,

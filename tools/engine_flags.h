@@ -11,6 +11,9 @@ namespace nanovllm::cli {
 
 // --model is added by the caller (some commands make a model first).
 void add_engine_flags(CLI::App& app, Config& c);
+// --quantization, --kv-cache-dtype, --lm-head-quantization (part of add_engine_flags; also
+// `nanovllm logits`).
+void add_weight_format_flags(CLI::App& app, Config& c);
 
 struct SamplingFlags {
   SamplingParams p;

@@ -31,6 +31,15 @@ struct Config {
   std::string policy = "prefill-first";  // prefill-first | mixed
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads per rank; 0: cores / tensor_parallel_size
+  // Weights quantized at load (CPU): none | int8 | int4 (| int4-g32 | int4-g64 | int4-g32-zp |
+  // int4-g64-zp); see src/kernels/quantized.h.
+  std::string quantization = "none";
+  // The LM head: auto (int8 when the layers are int4, else the layers' scheme; docs/perf.md
+  // measures the choices) | none | any scheme above.
+  std::string lm_head_quantization = "auto";
+  // KV cache element type: auto (the backend's activation type: CPU f32, CUDA bf16) | f32 |
+  // bf16 (CPU: half the attention bytes; docs/perf.md has its accuracy).
+  std::string kv_cache_dtype = "auto";
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off

@@ -6,10 +6,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "nanovllm/config.h"
+#include "nanovllm/prompt.h"
 #include "nanovllm/request_output.h"
 #include "nanovllm/sampling_params.h"
 #include "nanovllm/stats.h"
@@ -18,17 +18,6 @@ namespace nanovllm {
 
 class Tokenizer;
 class LLMEngine;
-
-// A prompt: text (tokenized, with special tokens per the tokenizer's post-processor) or ids.
-struct Prompt {
-  std::variant<std::string, std::vector<int>> value;
-  // Text prompts: apply the tokenizer's post-processor (BOS etc.). False for prompts rendered
-  // by a chat template, which already carry their special tokens (vLLM does the same).
-  bool add_special_tokens = true;
-  Prompt(std::string text) : value(std::move(text)) {}
-  Prompt(const char* text) : value(std::string(text)) {}
-  Prompt(std::vector<int> ids) : value(std::move(ids)) {}
-};
 
 class LLM {
  public:

@@ -36,6 +36,7 @@ struct EngineStats {
   std::string executor = "eager";    // step executor: "eager" | "cuda-graph"
   int64_t graph_pool_bytes = 0;      // device memory reserved by the captured CUDA graphs
   int64_t graph_steps = 0;           // steps that replayed a CUDA graph
+  int num_threads = 0;               // CPU threads the backend runs ops on (0: a GPU backend)
 };
 
 }  // namespace nanovllm

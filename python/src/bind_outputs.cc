@@ -128,6 +128,7 @@ void bind_outputs(py::module_& m) {
       .field("executor", &E::executor)
       .field("graph_pool_bytes", &E::graph_pool_bytes)
       .field("graph_steps", &E::graph_steps)
+      .field("num_threads", &E::num_threads)
       .done();
 }
 

@@ -56,7 +56,10 @@ std::vector<Field<Config>> config_fields() {
           field(o, "enable_prefix_caching", &C::enable_prefix_caching),
           field(o, "num_threads", &C::num_threads),
           field(o, "max_waiting", &C::max_waiting),
-          field(o, "trace_path", &C::trace_path)};
+          field(o, "trace_path", &C::trace_path),
+          field(o, "quantization", &C::quantization),
+          field(o, "lm_head_quantization", &C::lm_head_quantization),
+          field(o, "kv_cache_dtype", &C::kv_cache_dtype)};
 }
 
 // validate() as a ValueError carrying the C++ message.

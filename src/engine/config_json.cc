@@ -13,13 +13,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Config, model, max_num_batched_tokens, max_nu
                                    dist_init_addr, worker_command, dist_timeout_s, enforce_eager,
                                    kvcache_block_size, num_kvcache_blocks, cpu_kvcache_bytes,
                                    cpu_kvcache_fraction, device, policy, enable_prefix_caching,
-                                   num_threads, max_waiting, allow_nonfinite_weights, trace_path)
+                                   num_threads, quantization, lm_head_quantization, kv_cache_dtype,
+                                   max_waiting, allow_nonfinite_weights, trace_path)
 
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // Trips when Config gains a field (x86-64 libstdc++ layout): add it to the list above (workers
 // would silently run with its default otherwise) and to ConfigJson.RoundTripsEveryField, then
 // update the size.
-static_assert(sizeof(Config) == 256, "Config changed: update the JSON field list above");
+static_assert(sizeof(Config) == 352, "Config changed: update the JSON field list above");
 #endif
 
 std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(); }

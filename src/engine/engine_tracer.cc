@@ -174,7 +174,7 @@ void EngineTracer::step_end(const SchedulerOutput& so, const Scheduler& sched) {
   // Tokens: every sampling sequence produced one at the step's end.
   for (const ScheduledSeq& ss : so.seqs) {
     if (!ss.sample) continue;
-    auto it = requests_.find(ss.seq_id);
+    auto it = requests_.find(ss.seq->seq_id);
     if (it == requests_.end()) continue;
     Request& r = it->second;
     if (r.first_token < 0) {
@@ -187,8 +187,8 @@ void EngineTracer::step_end(const SchedulerOutput& so, const Scheduler& sched) {
     r.last_token = ts;
     r.output_tokens++;
     if (r.phase == Phase::kPrefill && !r.finishing) {
-      end_phase(ss.seq_id, r, ts);
-      begin_phase(ss.seq_id, r, Phase::kDecode, ts);
+      end_phase(ss.seq->seq_id, r, ts);
+      begin_phase(ss.seq->seq_id, r, Phase::kDecode, ts);
     }
   }
   write_step(so, t0, ts - t0);
@@ -222,7 +222,7 @@ void EngineTracer::write_step(const SchedulerOutput& so, double t0, double dur) 
   js.end_object();
   js.key("seqs").begin_array();
   for (const ScheduledSeq& ss : so.seqs) {
-    js.begin_object().field("seq", ss.seq_id).field("tokens", ss.num_new_tokens);
+    js.begin_object().field("seq", ss.seq->seq_id).field("tokens", ss.num_new_tokens);
     if (!ss.sample) js.field("sample", false);
     js.end_object();
   }

@@ -10,9 +10,10 @@
 
 #include "dist/make_communicator.h"
 #include "engine/config_json.h"
+#include "kernels/backend_factory.h"
 #include "kernels/batch_contract.h"
 #include "loader/finite_check.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 
 namespace nanovllm {
 
@@ -27,6 +28,21 @@ int64_t mem_available_bytes() {
   return int64_t(4) << 30;
 }
 }  // namespace
+
+ModelLoadOptions ModelRunner::load_options(const Config& c) {
+  ModelLoadOptions o;
+  o.linear_quant = parse_quant_scheme(c.quantization);
+  // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
+  // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
+  // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
+  if (c.lm_head_quantization != "auto") {
+    o.lm_head_quant = parse_quant_scheme(c.lm_head_quantization);
+  } else {
+    o.lm_head_quant = o.linear_quant.kind == QuantKind::Int4 ? parse_quant_scheme("int8")
+                                                             : o.linear_quant;
+  }
+  return o;
+}
 
 int64_t ModelRunner::cpu_kv_budget(const Config& c) {
   if (c.cpu_kvcache_bytes > 0) return c.cpu_kvcache_bytes;
@@ -67,12 +83,17 @@ ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc,
 void ModelRunner::init() {
   const Config& config = config_;
   const int world = config.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
-  bool want_cuda = config.device == "cuda" || (config.device == "auto" && cuda_available());
   // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
   int threads = config.num_threads;
   if (threads <= 0 && world > 1)
     threads = std::max(1, int(std::thread::hardware_concurrency()) / world);
-  backend_ = want_cuda ? make_cuda_backend(rank) : make_cpu_backend(threads);
+  backend_ = make_backend(config.device, threads, /*cuda_device=*/rank);
+  kv_dtype_ = config.kv_cache_dtype == "auto" ? backend_->act_dtype()
+              : config.kv_cache_dtype == "bf16" ? DType::BF16
+                                                : DType::F32;
+  NV_CHECK(backend_->kv_cache_dtype_supported(kv_dtype_), "--kv-cache-dtype ",
+           config.kv_cache_dtype, " is not supported on the ", backend_->name(), " backend (it uses ",
+           dtype_name(backend_->act_dtype()), ")");
   comm_ = make_communicator(group_.get(), *backend_, dist_timeout(config));
   if (world > 1) channel_ = std::make_unique<StepChannel>(*comm_);
   const TpShard shard = TpShard::plan(mc_, rank, world);
@@ -80,14 +101,14 @@ void ModelRunner::init() {
   // NaN/Inf: error naming the tensor (rank 0 reads the whole checkpoint once for all ranks)
   if (!config.allow_nonfinite_weights && rank == 0) check_finite_weights(ws);
   model_ = std::make_unique<DecoderModel>(mc_, *backend_, ws, config.max_model_len, shard,
-                                          comm_.get());
+                                          comm_.get(), load_options(config));
 
   const int bs = config.kvcache_block_size;
   int num_blocks = config.num_kvcache_blocks;
   if (num_blocks < 0) {
     // A block holds the rank's KV heads; the budget covers the blocks of all N ranks (CPU: one
     // machine's RAM; CUDA: measured per GPU, so per rank).
-    const size_t bb = KVCache::block_bytes(mc_, bs, backend_->act_dtype(), shard.num_kv_heads);
+    const size_t bb = KVCache::block_bytes(mc_, bs, kv_dtype_, shard.num_kv_heads);
     int64_t budget = -1, ranks_sharing = 1;
     if (backend_->device() != Device::CPU) {
       warmup();  // activation peak at the largest batch, then measure what is left
@@ -105,7 +126,7 @@ void ModelRunner::init() {
     NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ",
              bb * size_t(ranks_sharing), " bytes; raise --kv-cache-bytes");
   }
-  kv_ = KVCache::allocate(*backend_, mc_, num_blocks, bs, shard.num_kv_heads);
+  kv_ = KVCache::allocate(*backend_, mc_, num_blocks, bs, shard.num_kv_heads, kv_dtype_);
 
   // Like nano-vLLM: graphs are captured after the KV cache is sized, from what is left.
   StepExecutorOptions eo;
@@ -134,7 +155,8 @@ void ModelRunner::warmup() {
   const int bs = config_.kvcache_block_size, len = config_.max_model_len;
   const int nseq = std::max(1, std::min(config_.max_num_seqs, config_.max_num_batched_tokens / len));
   const int nblocks = (len + bs - 1) / bs;
-  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs, model_->num_local_kv_heads());
+  KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs, model_->num_local_kv_heads(),
+                                     kv_dtype_);
   HostBatch hb;
   hb.num_seqs = nseq;
   hb.block_size = bs;

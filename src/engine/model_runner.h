@@ -52,6 +52,8 @@ class ModelRunner {
   // Ranks > 0: runs the next step rank 0 broadcasts; false when rank 0 shuts the group down.
   bool serve_step();
 
+  // Quantization of the weights at load, from the config's strings.
+  static ModelLoadOptions load_options(const Config& config);
   // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).
   static int64_t cpu_kv_budget(const Config& config);
 
@@ -67,6 +69,7 @@ class ModelRunner {
   std::unique_ptr<StepChannel> channel_;
   std::unique_ptr<DecoderModel> model_;
   KVCache kv_;
+  DType kv_dtype_ = DType::F32;
   std::unique_ptr<StepExecutor> executor_;  // last: destroyed first (graphs reference kv_)
 };
 

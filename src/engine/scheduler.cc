@@ -7,13 +7,17 @@
 
 namespace nanovllm {
 
+SchedulePolicy parse_schedule_policy(const std::string& name) {
+  if (name == "prefill-first") return SchedulePolicy::kPrefillFirst;
+  if (name == "mixed") return SchedulePolicy::kMixed;
+  NV_THROW("policy must be prefill-first or mixed, got '", name, "'");
+}
+
 Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config),
-      mixed_(config.policy == "mixed"),
+      mixed_(config.policy == SchedulePolicy::kMixed),
       max_seq_len_(0),
       block_manager_(config.num_kvcache_blocks, config.block_size, config.enable_prefix_caching) {
-  NV_CHECK(config.policy == "prefill-first" || config.policy == "mixed",
-           "unknown scheduling policy '", config.policy, "' (prefill-first | mixed)");
   NV_CHECK_GE(config.max_num_seqs, 1);
   NV_CHECK_GE(config.max_num_batched_tokens, 1);
   NV_CHECK_GE(config.max_model_len, 1);
@@ -22,7 +26,7 @@ Scheduler::Scheduler(const SchedulerConfig& config)
   max_seq_len_ = static_cast<int>(std::min<int64_t>(config.max_model_len, cache_tokens + 1));
 }
 
-void Scheduler::add(std::unique_ptr<Sequence> seq) {
+void Scheduler::add(Sequence* seq) {
   NV_CHECK(seq != nullptr);
   NV_CHECK_EQ(seq->block_size, config_.block_size, "sequence block size");
   const int n = seq->size();
@@ -36,15 +40,14 @@ void Scheduler::add(std::unique_ptr<Sequence> seq) {
   if (!mixed_ && n > config_.max_num_batched_tokens)
     NV_THROW("prompt has ", n, " tokens, more than max_num_batched_tokens ",
              config_.max_num_batched_tokens, " (raise it or use the mixed policy)");
-  if (seqs_.count(seq->seq_id)) NV_THROW("duplicate sequence id ", seq->seq_id);
+  if (live_.count(seq->seq_id)) NV_THROW("duplicate sequence id ", seq->seq_id);
   // Only blocks shared by BlockManager::fork (n > 1), all of them computed.
   NV_CHECK(seq->num_cached_tokens == int(seq->block_table.size()) * config_.block_size,
            "a new sequence must hold no blocks but those BlockManager::fork shared");
   seq->status = SequenceStatus::WAITING;
   seq->prefilled = false;
-  Sequence* raw = seq.get();
-  seqs_.emplace(raw->seq_id, std::move(seq));
-  waiting_.push_back(raw);
+  live_.emplace(seq->seq_id, seq);
+  waiting_.push_back(seq);
 }
 
 SchedulerOutput Scheduler::schedule() {
@@ -80,7 +83,8 @@ SchedulerOutput Scheduler::schedule_prefill_first() {
     seq->status = SequenceStatus::RUNNING;
     waiting_.pop_front();
     running_.push_back(seq);
-    out.seqs.push_back({seq, n, true, seq->seq_id});
+    out.seqs.push_back({seq, n, true});
+    out.admitted.push_back(seq);
   }
   if (!out.seqs.empty()) {
     out.is_prefill = true;
@@ -114,7 +118,7 @@ SchedulerOutput Scheduler::schedule_prefill_first() {
   }
   // Scheduled sequences go back to the front of running, in order.
   for (auto it = scheduled.rbegin(); it != scheduled.rend(); ++it) running_.push_front(*it);
-  for (Sequence* seq : scheduled) out.seqs.push_back({seq, 1, true, seq->seq_id});
+  for (Sequence* seq : scheduled) out.seqs.push_back({seq, 1, true});
   out.num_decode_tokens = static_cast<int>(scheduled.size());
   return out;
 }
@@ -147,7 +151,7 @@ SchedulerOutput Scheduler::schedule_mixed() {
     }
     if (!ok) break;  // seq was the last running sequence
     block_manager_.may_append(*seq);
-    out.seqs.push_back({seq, 1, true, seq->seq_id});
+    out.seqs.push_back({seq, 1, true});
     ++out.num_decode_tokens;
     ++num_seqs;
     --budget;
@@ -161,7 +165,7 @@ SchedulerOutput Scheduler::schedule_mixed() {
     const bool sample = n == remaining;
     // Publish full blocks whose KV this step computes (not the later chunks' blocks).
     block_manager_.register_computed(*seq, seq->num_cached_tokens + n);
-    out.seqs.push_back({seq, n, sample, seq->seq_id});
+    out.seqs.push_back({seq, n, sample});
     out.num_prefill_tokens += n;
     budget -= n;
     ++num_seqs;
@@ -181,6 +185,7 @@ SchedulerOutput Scheduler::schedule_mixed() {
       seq->status = SequenceStatus::RUNNING;
       waiting_.pop_front();
       running_.push_back(seq);
+      out.admitted.push_back(seq);
       schedule_chunk(seq);
     }
   }
@@ -188,23 +193,24 @@ SchedulerOutput Scheduler::schedule_mixed() {
   return out;
 }
 
-std::string Scheduler::stop_reason(const Sequence& seq, int token) const {
+FinishReason Scheduler::stop_reason(const Sequence& seq, int token) const {
   const SamplingParams& p = seq.params;
   const int nc = seq.num_completion_tokens();
   if (nc >= p.min_tokens) {
     const auto& eos = config_.eos_token_ids;
-    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) return "stop";
+    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
+      return FinishReason::kStop;
     const auto& st = p.stop_token_ids;
-    if (std::find(st.begin(), st.end(), token) != st.end()) return "stop";
+    if (std::find(st.begin(), st.end(), token) != st.end()) return FinishReason::kStop;
   }
-  if (nc >= p.max_tokens) return "length";
-  if (seq.size() >= max_seq_len_) return "length";
-  return "";
+  if (nc >= p.max_tokens) return FinishReason::kLength;
+  if (seq.size() >= max_seq_len_) return FinishReason::kLength;
+  return FinishReason::kNone;
 }
 
-std::unique_ptr<Sequence> Scheduler::take(Sequence* seq, const std::string& reason) {
-  auto it = seqs_.find(seq->seq_id);
-  NV_CHECK(it != seqs_.end() && it->second.get() == seq);
+void Scheduler::take(Sequence* seq, FinishReason reason) {
+  auto it = live_.find(seq->seq_id);
+  NV_CHECK(it != live_.end() && it->second == seq);
   if (seq->status == SequenceStatus::RUNNING) {
     auto r = std::find(running_.begin(), running_.end(), seq);
     NV_CHECK(r != running_.end());
@@ -217,42 +223,41 @@ std::unique_ptr<Sequence> Scheduler::take(Sequence* seq, const std::string& reas
   if (!seq->block_table.empty()) block_manager_.deallocate(*seq);
   seq->status = SequenceStatus::FINISHED;
   seq->finish_reason = reason;
-  std::unique_ptr<Sequence> owned = std::move(it->second);
-  seqs_.erase(it);
-  return owned;
+  live_.erase(it);
 }
 
-std::vector<std::unique_ptr<Sequence>> Scheduler::postprocess(const SchedulerOutput& out,
-                                                              const std::vector<int>& tokens) {
+std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out,
+                                              const std::vector<int>& tokens) {
   size_t num_sample = 0;
   for (const auto& s : out.seqs) num_sample += s.sample ? 1 : 0;
   NV_CHECK_EQ(tokens.size(), num_sample, "one sampled token per sampling sequence");
-  std::vector<std::unique_ptr<Sequence>> finished;
+  std::vector<Sequence*> finished;
   size_t t = 0;
   for (const auto& s : out.seqs) {
     const int token = s.sample ? tokens[t++] : -1;
     Sequence* seq = s.seq;
-    if (s.seq_id != UINT64_MAX) {
-      // Finished (aborted) between schedule() and postprocess(): the pointer may be dangling.
-      auto it = seqs_.find(s.seq_id);
-      if (it == seqs_.end() || it->second.get() != seq) continue;
-    }
+    // Finished (aborted) between schedule() and postprocess(): its owner keeps it alive.
     if (seq->status != SequenceStatus::RUNNING) continue;
     seq->num_cached_tokens += s.num_new_tokens;
     NV_CHECK_LE(seq->num_cached_tokens, seq->size(), "sequence ", seq->seq_id);
     if (!s.sample) continue;
     seq->append_token(token);
     seq->prefilled = true;
-    std::string reason = stop_reason(*seq, token);
-    if (!reason.empty()) finished.push_back(take(seq, reason));
+    const FinishReason reason = stop_reason(*seq, token);
+    if (reason != FinishReason::kNone) {
+      take(seq, reason);
+      finished.push_back(seq);
+    }
   }
   return finished;
 }
 
-std::unique_ptr<Sequence> Scheduler::finish(uint64_t seq_id, const std::string& reason) {
-  auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return nullptr;
-  return take(it->second.get(), reason);
+Sequence* Scheduler::finish(uint64_t seq_id, FinishReason reason) {
+  auto it = live_.find(seq_id);
+  if (it == live_.end()) return nullptr;
+  Sequence* seq = it->second;
+  take(seq, reason);
+  return seq;
 }
 
 }  // namespace nanovllm

@@ -9,7 +9,6 @@
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -19,13 +18,17 @@
 
 namespace nanovllm {
 
+enum class SchedulePolicy : uint8_t { kPrefillFirst, kMixed };
+// "prefill-first" | "mixed" (Config::policy); throws nanovllm::Error naming the value otherwise.
+SchedulePolicy parse_schedule_policy(const std::string& name);
+
 struct SchedulerConfig {
   int max_num_seqs = 512;
   int max_num_batched_tokens = 16384;
   int num_kvcache_blocks = 0;
   int block_size = 256;
   int max_model_len = 4096;
-  std::string policy = "prefill-first";  // prefill-first | mixed
+  SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   bool enable_prefix_caching = true;
   std::vector<int> eos_token_ids;
 };
@@ -37,11 +40,13 @@ struct ScheduledSeq {
   Sequence* seq = nullptr;
   int num_new_tokens = 0;
   bool sample = false;
-  uint64_t seq_id = UINT64_MAX;  // lets postprocess skip sequences finished in between
 };
 
 struct SchedulerOutput {
   std::vector<ScheduledSeq> seqs;
+  // Sequences moved from waiting to running in this step (new, or back after a preemption),
+  // in admission order; each is also in `seqs`.
+  std::vector<Sequence*> admitted;
   bool is_prefill = false;  // any prefill tokens in the step
   int num_prefill_tokens = 0;
   int num_decode_tokens = 0;
@@ -53,18 +58,20 @@ class Scheduler {
  public:
   explicit Scheduler(const SchedulerConfig& config);
 
-  // Takes ownership. Throws nanovllm::Error (and does not enqueue) when the request can never
-  // run: empty prompt, prompt longer than max_model_len, prompt needing more blocks than the
-  // whole cache, or (prefill-first) more tokens than max_num_batched_tokens.
-  void add(std::unique_ptr<Sequence> seq);
+  // Enqueues `seq` (not owned: the caller keeps it alive until it finished, and does not
+  // destroy it between a schedule() and that step's postprocess()). Throws nanovllm::Error
+  // (and does not enqueue) when the request can never run: empty prompt, prompt longer than
+  // max_model_len, prompt needing more blocks than the whole cache, or (prefill-first) more
+  // tokens than max_num_batched_tokens.
+  void add(Sequence* seq);
   SchedulerOutput schedule();
   // tokens: one per ScheduledSeq with sample == true, in order. Returns the sequences that
-  // finished in this call (ownership moves to the caller).
-  std::vector<std::unique_ptr<Sequence>> postprocess(const SchedulerOutput& out,
-                                                     const std::vector<int>& tokens);
+  // finished in this call (FINISHED, blocks freed, no longer referenced by the scheduler).
+  // Sequences finished in between (finish()) are skipped; their token is consumed.
+  std::vector<Sequence*> postprocess(const SchedulerOutput& out, const std::vector<int>& tokens);
   // Finishes a waiting or running sequence now (abort, stop string): frees its blocks and
-  // returns ownership; null if the id is unknown.
-  std::unique_ptr<Sequence> finish(uint64_t seq_id, const std::string& reason);
+  // forgets it. Returns it, or null if the id is unknown.
+  Sequence* finish(uint64_t seq_id, FinishReason reason);
 
   bool is_finished() const { return waiting_.empty() && running_.empty(); }
   size_t num_waiting() const { return waiting_.size(); }
@@ -83,9 +90,9 @@ class Scheduler {
   SchedulerOutput schedule_prefill_first();
   SchedulerOutput schedule_mixed();
   void preempt(Sequence* seq, SchedulerOutput& out);
-  // "stop" / "length" / "" for a sequence that just got `token` appended.
-  std::string stop_reason(const Sequence& seq, int token) const;
-  std::unique_ptr<Sequence> take(Sequence* seq, const std::string& reason);
+  // kStop / kLength / kNone for a sequence that just got `token` appended.
+  FinishReason stop_reason(const Sequence& seq, int token) const;
+  void take(Sequence* seq, FinishReason reason);
 
   SchedulerConfig config_;
   bool mixed_;
@@ -93,7 +100,7 @@ class Scheduler {
   BlockManager block_manager_;
   std::deque<Sequence*> waiting_;
   std::deque<Sequence*> running_;
-  std::unordered_map<uint64_t, std::unique_ptr<Sequence>> seqs_;  // owner of live sequences
+  std::unordered_map<uint64_t, Sequence*> live_;  // waiting or running, by id (not owned)
   int64_t num_preemptions_ = 0;
 };
 

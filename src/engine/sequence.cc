@@ -7,6 +7,17 @@
 
 namespace nanovllm {
 
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "";
+}
+
 Sequence::Sequence(uint64_t seq_id_, std::vector<int> prompt_ids, const SamplingParams& params_,
                    int block_size_)
     : seq_id(seq_id_), token_ids(std::move(prompt_ids)), params(params_), block_size(block_size_) {

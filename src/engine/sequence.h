@@ -1,9 +1,9 @@
 // One request as the scheduler sees it: prompt + generated token ids, its KV block table and
-// how many of its tokens already have KV in the cache. Mirrors nano-vLLM's Sequence.
+// how many of its tokens already have KV in the cache. Mirrors nano-vLLM's Sequence. The
+// engine's Request (request.h) owns it; the scheduler only points at it.
 #pragma once
 #include <cstdint>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "nanovllm/sampling_params.h"
@@ -12,9 +12,15 @@ namespace nanovllm {
 
 enum class SequenceStatus { WAITING, RUNNING, FINISHED };
 
+// Why a sequence finished; kNone while it has not.
+enum class FinishReason : uint8_t { kNone, kStop, kLength, kAbort, kError };
+// The public name (RequestOutput::finish_reason): "", "stop", "length", "abort", "error".
+const char* finish_reason_name(FinishReason reason);
+
 struct Sequence {
   // An empty prompt is representable (last_token = -1) so that Scheduler::add can reject it
-  // with a clear message instead of crashing here.
+  // with a clear message instead of crashing here. `params` must outlive the sequence (it is
+  // the owning request's; the sequence reads its stop conditions).
   Sequence(uint64_t seq_id, std::vector<int> prompt_ids, const SamplingParams& params,
            int block_size);
 
@@ -27,10 +33,10 @@ struct Sequence {
   // by Scheduler::postprocess() by each step's num_new_tokens; deallocate() resets it to 0.
   int num_cached_tokens = 0;
   std::vector<int> block_table;  // logical block i -> physical KV block id
-  SamplingParams params;
+  const SamplingParams& params;
   int block_size;
   int num_prefix_hit_tokens = 0;  // prefix-cache hits at the (last) allocation, for stats
-  std::string finish_reason;      // "stop" | "length" | "abort" | "error"
+  FinishReason finish_reason = FinishReason::kNone;
   // True once every token but the last (sampled) one has KV: the sequence decodes next.
   // Set by Scheduler::postprocess when a chunk reaching the end samples; cleared on preemption.
   bool prefilled = false;

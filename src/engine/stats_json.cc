@@ -23,7 +23,8 @@ nlohmann::json to_json(const EngineStats& s) {
           {"decode_seconds", s.decode_seconds},
           {"executor", s.executor},
           {"graph_pool_bytes", s.graph_pool_bytes},
-          {"graph_steps", s.graph_steps}};
+          {"graph_steps", s.graph_steps},
+          {"num_threads", s.num_threads}};
 }
 
 nlohmann::json to_json(const RequestOutput& o) {

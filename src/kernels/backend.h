@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/quantized.h"
 #include "kernels/sampling.h"
 #include "kernels/step_executor.h"
 #include "util/tensor.h"
@@ -69,11 +70,24 @@ class Backend {
   virtual std::string name() const = 0;
   // The activation dtype the model runs in. Every op also accepts F32 activations.
   virtual DType act_dtype() const = 0;
+  // Whether store_kv / attention take a KV cache of this type (all backends: act_dtype()).
+  virtual bool kv_cache_dtype_supported(DType d) const { return d == act_dtype(); }
+  // Host threads the ops run on (CPU backend: its thread pool); 0 where the host does not run them.
+  virtual int num_threads() const { return 0; }
 
   // --- memory ---------------------------------------------------------------------------
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
-  // Copies a host tensor to the device (CPU backend: returns it unchanged, no copy).
+  // Copies a host tensor to the device. CPU backend: tensors of 64 KiB and more (the weights)
+  // are copied into huge-page memory (kernels/cpu/weight_arena.h: faster streaming decode),
+  // smaller ones are returned unchanged; NANOVLLM_CPU_WEIGHT_COPY=0 turns the copy off.
   virtual Tensor to_device(const Tensor& host) = 0;
+  // A linear layer's weight [N, K] from a host tensor: to_device(host) as it is, or quantized at
+  // load with `scheme` (CPU backend; the others reject a scheme with a clear error).
+  virtual LinearWeight prepare_linear(const Tensor& host, const QuantScheme& scheme) {
+    NV_CHECK(!scheme.enabled(), "--quantization ", scheme.str(), " is not supported on the ",
+             name(), " backend (only on the CPU)");
+    return LinearWeight{to_device(host), nullptr};
+  }
   // Copies a device tensor into a new host tensor.
   virtual Tensor to_host(const Tensor& t) = 0;
   // Makes BatchTensors from a HostBatch after checking its layout (check_batch_layout: array
@@ -103,6 +117,14 @@ class Backend {
   void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps);
   // out[T, N] = x[T, K] @ w[N, K]^T (+ bias[N]). x act; w, bias float; out act.
   void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out);
+  // The same with a quantized weight (kernels/quantized.h): x act, out act, bias [N] float.
+  // Backends without quantized kernels throw (prepare_linear refuses to make such weights).
+  void linear_quantized(const Tensor& x, const QuantizedWeight& w, const Tensor* bias, Tensor& out);
+  // A linear layer's weight, dense or quantized: what models call.
+  void linear(const Tensor& x, const LinearWeight& w, const Tensor* bias, Tensor& out) {
+    if (w.quantized()) linear_quantized(x, *w.quant, bias, out);
+    else linear(x, w.dense, bias, out);
+  }
   // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I] act, out same dtype.
   void silu_and_mul(const Tensor& gate_up, Tensor& out);
   // In place on qkv [T, (Hq + 2 Hkv) * D] act: optional per-head RMSNorm of q and k (Qwen3;
@@ -113,7 +135,8 @@ class Backend {
                     const Tensor* k_norm, float eps, const Tensor& cos_sin,
                     const AttentionParams& p);
   // Stores k and v of qkv into the paged cache at slot_mapping I32 [T]; slots outside
-  // [0, num_slots) (-1: padding) are not stored. k_cache, v_cache [num_slots, Hkv, D], qkv's dtype.
+  // [0, num_slots) (-1: padding) are not stored. k_cache, v_cache [num_slots, Hkv, D], qkv's
+  // dtype or, for act_dtype() activations, any type kv_cache_dtype_supported() (rounded).
   void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
                 const AttentionParams& p);
   // Causal attention of the step's queries (q part of qkv) over each sequence's paged context
@@ -141,6 +164,10 @@ class Backend {
   virtual void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
   virtual void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
   virtual void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
+  virtual void linear_quantized_impl(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
+                                     Tensor& out) {
+    NV_THROW("quantized linear layers are not supported on the ", name(), " backend");
+  }
   virtual void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) = 0;
   virtual void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
                                  const Tensor* k_norm, float eps, const Tensor& cos_sin,
@@ -154,11 +181,6 @@ class Backend {
   virtual void add_inplace_impl(Tensor& a, const Tensor& b) = 0;
 };
 
-// Creates the CPU backend (num_threads <= 0: all cores).
-std::unique_ptr<Backend> make_cpu_backend(int num_threads);
-// Creates the CUDA backend on `device_id`; throws a clear error when CUDA is unavailable
-// (not compiled in, no device, unsupported compute capability).
-std::unique_ptr<Backend> make_cuda_backend(int device_id);
-bool cuda_available();
+// Backends are made by kernels/backend_factory.h.
 
 }  // namespace nanovllm

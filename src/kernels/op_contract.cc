@@ -44,15 +44,18 @@ void same_shape_dtype(const Tensor& a, const Tensor& b, const char* op, const ch
 void eps_ok(float eps, const char* op) {
   NV_CHECK(std::isfinite(eps) && eps >= 0.f, op, ": eps ", eps, " must be finite and >= 0");
 }
-// The paged KV cache of one layer: [num_slots, Hkv, D] in qkv's dtype, k and v alike.
+// The paged KV cache of one layer: [num_slots, Hkv, D], k and v alike, in qkv's dtype or (for
+// act_dtype() activations) a cache type the backend takes (CPU: a BF16 cache for F32 qkv).
 void kv_cache(const Backend& be, const Tensor& qkv, const Tensor& k, const Tensor& v,
               const AttentionParams& p, const char* op) {
   on_device(be, k, op, "k_cache");
   on_device(be, v, op, "v_cache");
-  NV_CHECK(k.ndim() == 3 && k.size(1) == p.num_kv_heads && k.size(2) == p.head_dim &&
-               k.dtype() == qkv.dtype(),
+  const bool dtype_ok = k.dtype() == qkv.dtype() ||
+                        (qkv.dtype() == be.act_dtype() && be.kv_cache_dtype_supported(k.dtype()));
+  NV_CHECK(k.ndim() == 3 && k.size(1) == p.num_kv_heads && k.size(2) == p.head_dim && dtype_ok,
            op, ": k_cache ", k.str(), " must be [num_slots, ", p.num_kv_heads, ", ", p.head_dim,
-           "] of qkv's dtype ", dtype_name(qkv.dtype()));
+           "] of qkv's dtype ", dtype_name(qkv.dtype()), " (or a KV cache type of the ",
+           be.name(), " backend)");
   same_shape_dtype(k, v, op, "v_cache");
 }
 void qkv_tensor(const Backend& be, const Tensor& qkv, const AttentionParams& p, const char* op) {
@@ -125,6 +128,26 @@ void linear(const Backend& be, const Tensor& x, const Tensor& w, const Tensor* b
     floating(be, *bias, "linear", "bias");
     NV_CHECK(bias->ndim() == 1 && bias->numel() == N, "linear: bias ", bias->str(),
              " must be [", N, "]");
+  }
+}
+
+void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight& w,
+                      const Tensor* bias, const Tensor& out) {
+  act(be, x, "linear", "x");
+  act(be, out, "linear", "out");
+  on_device(be, w.data, "linear", "quantized weight");
+  NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8 && w.K >= 1 &&
+               w.data.numel() == w.Np / QuantizedWeight::kBlockRows * w.block_bytes,
+           "linear: quantized weight ", w.data.str(), " (", w.scheme.str(), ", [", w.N, ", ", w.K,
+           "]) is malformed");
+  NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.K, "linear: x ", x.str(), " must be [T, ", w.K,
+           "] for the ", w.scheme.str(), " weight [", w.N, ", ", w.K, "]");
+  NV_CHECK(out.ndim() >= 1 && out.size(-1) == w.N && rows_of(out) == rows_of(x), "linear: out ",
+           out.str(), " must be [", rows_of(x), ", ", w.N, "]");
+  if (bias) {
+    floating(be, *bias, "linear", "bias");
+    NV_CHECK(bias->ndim() == 1 && bias->numel() == w.N, "linear: bias ", bias->str(),
+             " must be [", w.N, "]");
   }
 }
 
@@ -241,6 +264,11 @@ void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out)
 void Backend::add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps) {
   contract::add_rms_norm(*this, x, residual, w, eps);
   add_rms_norm_impl(x, residual, w, eps);
+}
+void Backend::linear_quantized(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
+                               Tensor& out) {
+  contract::linear_quantized(*this, x, w, bias, out);
+  linear_quantized_impl(x, w, bias, out);
 }
 void Backend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   contract::linear(*this, x, w, bias, out);

@@ -25,6 +25,8 @@ void add_rms_norm(const Backend& be, const Tensor& x, const Tensor& residual, co
                   float eps);
 void linear(const Backend& be, const Tensor& x, const Tensor& w, const Tensor* bias,
             const Tensor& out);
+void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight& w,
+                      const Tensor* bias, const Tensor& out);
 void silu_and_mul(const Backend& be, const Tensor& gate_up, const Tensor& out);
 void qk_norm_rope(const Backend& be, const Tensor& qkv, const Tensor& positions,
                   const Tensor* q_norm, const Tensor* k_norm, float eps, const Tensor& cos_sin,

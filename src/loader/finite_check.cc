@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 #include "util/check.h"
 
 namespace nanovllm {

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "loader/safetensors.h"
 #include "util/check.h"
 
 namespace nanovllm {

@@ -45,4 +45,8 @@ class SafetensorsWriter {
   size_t expected_ = 0, written_ = 0;
 };
 
+// Writes tensors (host, any dtype) to a safetensors file; names sorted, 8-byte aligned header.
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace nanovllm

@@ -1,12 +1,10 @@
-// Host-side copies used when mapping checkpoint tensors onto the engine's layout: fusing
-// q/k/v or gate/up projections (concat_rows), tensor-parallel slices (shard_dim) and dtype
-// conversion (to_dtype). All return fresh, contiguous host tensors.
+#include "loader/tensor_ops.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "loader/safetensors.h"
 #include "util/check.h"
 
 namespace nanovllm {

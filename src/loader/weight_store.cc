@@ -1,13 +1,14 @@
 // WeightStore: the union of the safetensors files of a model directory, indexed by tensor name.
 // Source of truth, in order: model.safetensors.index.json (sharded HF checkpoints), else
 // model.safetensors, else every *.safetensors file in the directory (sorted).
+#include "loader/weight_store.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "loader/safetensors.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 

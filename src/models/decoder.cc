@@ -2,7 +2,8 @@
 
 #include <cmath>
 
-#include "layers/rotary.h"
+#include "loader/tensor_ops.h"
+#include "models/rotary.h"
 
 namespace nanovllm {
 
@@ -13,7 +14,7 @@ size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, i
 }
 
 KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int num_kv_heads) {
+                          int num_kv_heads, std::optional<DType> dtype) {
   NV_CHECK_GT(num_blocks, 0, "KV cache needs at least one block");
   if (num_kv_heads < 0) num_kv_heads = c.num_key_value_heads;
   const int64_t L = c.num_hidden_layers, slots = int64_t(num_blocks) * block_size;
@@ -21,7 +22,10 @@ KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int
   KVCache kv;
   kv.num_blocks = num_blocks;
   kv.block_size = block_size;
-  kv.storage = be.empty({2, L, slots, hkv, D}, be.act_dtype());
+  const DType dt = dtype.value_or(be.act_dtype());
+  NV_CHECK(be.kv_cache_dtype_supported(dt), "the ", be.name(), " backend has no ", dtype_name(dt),
+           " KV cache");
+  kv.storage = be.empty({2, L, slots, hkv, D}, dt);
   Tensor flat = kv.storage.view({2 * L, slots, hkv, D});
   for (int64_t l = 0; l < L; ++l) {
     kv.k.push_back(flat.rows(l, l + 1).view({slots, hkv, D}));
@@ -35,12 +39,19 @@ Tensor DecoderModel::upload(const Tensor& host) {
   return be_.to_device(host);
 }
 
-DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
-                           int max_positions)
-    : DecoderModel(c, be, ws, max_positions, TpShard::plan(c, 0, 1), nullptr) {}
+LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& q) {
+  LinearWeight w = be_.prepare_linear(host, q);
+  weight_bytes_ += w.nbytes();
+  return w;
+}
 
 DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
-                           int max_positions, const TpShard& shard, Communicator* comm)
+                           int max_positions, const ModelLoadOptions& opt)
+    : DecoderModel(c, be, ws, max_positions, TpShard::plan(c, 0, 1), nullptr, opt) {}
+
+DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
+                           int max_positions, const TpShard& shard, Communicator* comm,
+                           const ModelLoadOptions& opt)
     : cfg_(c), be_(be), shard_(shard), comm_(comm) {
   NV_CHECK(shard.world == (comm ? comm->world_size() : 1) &&
                shard.rank == (comm ? comm->rank() : 0),
@@ -56,13 +67,16 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   const RowRange i_rows{shard.rank * shard.intermediate, shard.intermediate};
 
   // Vocab-parallel embedding / LM head: rank r owns rows [vocab_begin, + vocab_rows), padded.
-  embed_ = upload(load_vocab_parallel(ws, "model.embed_tokens.weight", {V, H}, shard.vocab_begin,
-                                      shard.vocab_rows));
-  if (c.tie_word_embeddings) {
-    lm_head_ = embed_;  // tied: HF ignores a stored lm_head when tying
+  const Tensor emb = load_vocab_parallel(ws, "model.embed_tokens.weight", {V, H},
+                                         shard.vocab_begin, shard.vocab_rows);
+  embed_ = upload(emb);
+  if (c.tie_word_embeddings) {  // tied: HF ignores a stored lm_head when tying
+    lm_head_ = opt.lm_head_quant.enabled() ? upload_linear(emb, opt.lm_head_quant)
+                                           : LinearWeight{embed_, nullptr};
   } else {
-    lm_head_ = upload(load_vocab_parallel(ws, "lm_head.weight", {V, H}, shard.vocab_begin,
-                                          shard.vocab_rows));
+    lm_head_ = upload_linear(load_vocab_parallel(ws, "lm_head.weight", {V, H}, shard.vocab_begin,
+                                                 shard.vocab_rows),
+                             opt.lm_head_quant);
   }
   final_norm_ = upload(load_replicated(ws, "model.norm.weight", {H}));
   cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
@@ -70,25 +84,28 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     Layer L;
-    L.qkv_w = upload(load_column_parallel(
+    L.qkv_w = upload_linear(load_column_parallel(
         ws, {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
-        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}));
+        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}),
+        opt.linear_quant);
     if (c.attention_bias) {  // column-parallel bias: the rank's slice, on every rank
       L.qkv_b = upload(load_column_parallel(
           ws, {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
           {{Hq * D}, {Hkv * D}, {Hkv * D}}, {q_rows, kv_rows, kv_rows}));
     }
-    L.o_w = upload(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp));
+    L.o_w = upload_linear(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp),
+                          opt.linear_quant);
     if (c.qk_norm) {
       L.q_norm = upload(load_replicated(ws, p + "self_attn.q_norm.weight", {D}));
       L.k_norm = upload(load_replicated(ws, p + "self_attn.k_norm.weight", {D}));
     }
     L.in_norm = upload(load_replicated(ws, p + "input_layernorm.weight", {H}));
     L.post_norm = upload(load_replicated(ws, p + "post_attention_layernorm.weight", {H}));
-    L.gate_up_w = upload(load_column_parallel(
+    L.gate_up_w = upload_linear(load_column_parallel(
         ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}},
-        {i_rows, i_rows}));
-    L.down_w = upload(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp));
+        {i_rows, i_rows}), opt.linear_quant);
+    L.down_w = upload_linear(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp),
+                             opt.linear_quant);
     layers_.push_back(std::move(L));
   }
 }

@@ -14,11 +14,12 @@
 // [S, V/N] logits are gathered to rank 0.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/backend.h"
 #include "dist/communicator.h"
-#include "layers/linear.h"
+#include "loader/tp_slice.h"
 #include "models/model_config.h"
 #include "models/tp_shard.h"
 
@@ -31,10 +32,17 @@ struct KVCache {
   int num_blocks = 0;
   int block_size = 0;
   // Per rank: num_kv_heads = the rank's KV heads (TpShard::num_kv_heads; -1: all the model's).
+  // dtype: the cache's element type (default: the backend's act_dtype()).
   static size_t block_bytes(const ModelConfig& c, int block_size, DType dtype,
                             int num_kv_heads = -1);
   static KVCache allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
-                          int num_kv_heads = -1);
+                          int num_kv_heads = -1, std::optional<DType> dtype = std::nullopt);
+};
+
+// Load-time choices that config.json does not make.
+struct ModelLoadOptions {
+  QuantScheme linear_quant;   // q/k/v/o, gate/up and down projections
+  QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense)
 };
 
 class DecoderModel {
@@ -42,10 +50,11 @@ class DecoderModel {
   // Loads the rank's shard of the weights. `comm` (null: single rank) must outlive the model
   // and match shard.world.
   DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
-               int max_positions, const TpShard& shard, Communicator* comm);
+               int max_positions, const TpShard& shard, Communicator* comm,
+               const ModelLoadOptions& options = {});
   // Single rank.
   DecoderModel(const ModelConfig& config, Backend& backend, const WeightStore& weights,
-               int max_positions);
+               int max_positions, const ModelLoadOptions& options = {});
   // Hidden states [S, H] (act dtype) after the final norm, S = batch.logits_indices rows, on
   // the backend's device. Enqueues only (no sync, no host copy): CUDA graphs capture it.
   Tensor forward_hidden(const BatchTensors& batch, KVCache& cache);
@@ -62,16 +71,19 @@ class DecoderModel {
 
  private:
   struct Layer {
-    Tensor qkv_w, qkv_b, o_w, o_b, q_norm, k_norm, in_norm, post_norm, gate_up_w, down_w;
+    LinearWeight qkv_w, o_w, gate_up_w, down_w;
+    Tensor qkv_b, o_b, q_norm, k_norm, in_norm, post_norm;
   };
   Tensor upload(const Tensor& host);
+  LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
 
   ModelConfig cfg_;
   Backend& be_;
   TpShard shard_;
   Communicator* comm_ = nullptr;  // null or world 1: no collectives
   std::vector<Layer> layers_;
-  Tensor embed_, lm_head_, final_norm_, cos_sin_;
+  Tensor embed_, final_norm_, cos_sin_;
+  LinearWeight lm_head_;
   size_t weight_bytes_ = 0;
 };
 

@@ -11,9 +11,10 @@
 // cleaned text is released only up to a point where no rule can span the cut: every rule's
 // pattern starts with a space and is at most 4 bytes, so a cut with no space in the 3 bytes
 // before it splits the cleanup exactly.
+#include "tokenizer/incremental.h"
+
 #include <algorithm>
 
-#include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
 namespace nanovllm {

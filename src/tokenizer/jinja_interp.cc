@@ -6,7 +6,8 @@
 
 #include <cmath>
 
-#include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_filters.h"
+#include "tokenizer/jinja_methods.h"
 #include "tokenizer/jinja_parser.h"
 #include "tokenizer/jinja_strings.h"
 

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_filters.h"
 #include "tokenizer/jinja_lexer.h"
 #include "util/check.h"
 

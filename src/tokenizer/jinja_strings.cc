@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "tokenizer/jinja_builtins.h"
+#include "tokenizer/jinja_methods.h"
 
 namespace nanovllm::jinja {
 namespace {

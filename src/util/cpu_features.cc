@@ -28,14 +28,20 @@ static CpuFeatures detect() {
     f.avx512bw = zmm && (b & (1u << 30));
     f.avx512vl = zmm && (b & (1u << 31));
     f.amx_bf16 = tmm && (d & (1u << 22));
+    f.avx512_vnni = f.avx512f && (c & (1u << 11));
   }
-  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx512_bf16 = f.avx512f && (a & (1u << 5));
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+    f.avx512_bf16 = f.avx512f && (a & (1u << 5));
+    f.avx_vnni = ymm && (a & (1u << 4));
+  }
   f.fma = f.fma && ymm;
   if (const char* cap = std::getenv("NANOVLLM_ISA")) {
-    if (!std::strcmp(cap, "avx2") || !std::strcmp(cap, "scalar")) {
-      f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_bf16 = false;
-    }
-    if (!std::strcmp(cap, "scalar")) f.avx2 = f.fma = f.f16c = false;
+    const bool vnni = !std::strcmp(cap, "avxvnni"), avx2 = !std::strcmp(cap, "avx2");
+    const bool scalar = !std::strcmp(cap, "scalar");
+    if (vnni || avx2 || scalar)
+      f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_bf16 = f.avx512_vnni = false;
+    if (avx2 || scalar) f.avx_vnni = false;
+    if (scalar) f.avx2 = f.fma = f.f16c = false;
   }
   return f;
 }

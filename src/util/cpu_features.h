@@ -1,5 +1,8 @@
 // Run-time ISA detection: kernels pick AVX-512 / AVX2 / scalar paths from this, so one binary
-// runs on AVX2-only machines. NANOVLLM_ISA=avx2|scalar caps the level (for testing fallbacks).
+// runs on AVX2-only machines. NANOVLLM_ISA caps the level (for testing fallbacks):
+//   avxvnni: no AVX-512 (AVX2, plus AVX-VNNI where the CPU has it)
+//   avx2:    no AVX-512 and no AVX-VNNI
+//   scalar:  nothing beyond the x86-64 baseline
 #pragma once
 #include <string>
 
@@ -8,6 +11,7 @@ namespace nanovllm {
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false;
+  bool avx512_vnni = false, avx_vnni = false;  // int8 dot products (vpdpbusd)
   bool amx_bf16 = false;
   std::string summary() const;  // e.g. "avx512_bf16"
 };

@@ -14,6 +14,7 @@ const char* dtype_name(DType d) {
     case DType::BF16: return "BF16";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::U8: return "U8";
   }
   return "?";
 }
@@ -28,7 +29,8 @@ DType parse_dtype(const std::string& s) {
   if (l == "f16" || l == "float16" || l == "half") return DType::F16;
   if (l == "i32" || l == "int32") return DType::I32;
   if (l == "i64" || l == "int64") return DType::I64;
-  NV_THROW("unsupported dtype '", s, "' (expected float32, bfloat16, float16, int32 or int64)");
+  if (l == "u8" || l == "uint8") return DType::U8;
+  NV_THROW("unsupported dtype '", s, "' (expected float32, bfloat16, float16, int32, int64 or uint8)");
 }
 
 float f16_to_f32(uint16_t h) {

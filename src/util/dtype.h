@@ -6,7 +6,8 @@
 
 namespace nanovllm {
 
-enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
+// U8: raw bytes (quantized weight blobs, kernels/quantized.h).
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8 };
 enum class Device : uint8_t { CPU, CUDA };
 
 inline size_t dtype_size(DType d) {
@@ -16,11 +17,13 @@ inline size_t dtype_size(DType d) {
     case DType::BF16: return 2;
     case DType::I32: return 4;
     case DType::I64: return 8;
+    case DType::U8: return 1;
   }
   return 0;
 }
 const char* dtype_name(DType d);
-// Parses "F32"/"float32", "BF16"/"bfloat16", "F16"/"float16"/"half", "I32", "I64"; throws otherwise.
+// Parses "F32"/"float32", "BF16"/"bfloat16", "F16"/"float16"/"half", "I32", "I64", "U8"; throws
+// otherwise.
 DType parse_dtype(const std::string& s);
 const char* device_name(Device d);
 

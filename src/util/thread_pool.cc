@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 #ifdef NANOVLLM_OMP_POOL
 #include <omp.h>
@@ -48,21 +49,34 @@ bool spin_until(Pred pred, int64_t budget_ns) {
     }
   }
 }
+
+// n <= 0: NANOVLLM_NUM_THREADS, else the hardware concurrency. The documented knob applies to
+// every pool (the engine's too), not only the default.
+int resolve_threads(int n) {
+  if (n > 0) return n;
+  const char* e = std::getenv("NANOVLLM_NUM_THREADS");
+  return e && std::atoi(e) > 0 ? std::atoi(e) : int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+bool adaptive_from_env(int adaptive) {
+  if (adaptive >= 0) return adaptive != 0;
+  const char* e = std::getenv("NANOVLLM_ADAPTIVE_THREADS");
+  return !(e && std::strcmp(e, "0") == 0);
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int n, int spin_us) {
-  if (n <= 0) {  // the documented knob applies to every pool (the engine's too), not only the default
-    const char* e = std::getenv("NANOVLLM_NUM_THREADS");
-    n = e && std::atoi(e) > 0 ? std::atoi(e) : int(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  num_threads_ = n;
+ThreadPool::ThreadPool(int n, int spin_us, int adaptive)
+    : num_threads_(resolve_threads(n)),
+      sizer_(num_threads_, adaptive_from_env(adaptive)),
+      start_ns_(size_t(num_threads_), 0),
+      delay_ns_(size_t(num_threads_), 0) {
   if (spin_us < 0) {
     const char* e = std::getenv("NANOVLLM_SPIN_US");
     spin_us = e ? std::max(0, std::atoi(e)) : 2000;
   }
   spin_ns_ = int64_t(spin_us) * 1000;
 #ifndef NANOVLLM_OMP_POOL
-  for (int i = 1; i < n; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 #endif
 }
 
@@ -74,6 +88,8 @@ ThreadPool::~ThreadPool() {
   cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
+
+int ThreadPool::active_threads() { return num_threads_ == 1 ? 1 : sizer_.team(now_ns()); }
 
 void ThreadPool::worker(int tid) {
   uint64_t seen = 0;
@@ -88,6 +104,10 @@ void ThreadPool::worker(int tid) {
     }
     if (stop_.load()) return;
     seen = generation_.load();
+    // team_ and job_ were published before this generation; a worker outside the team must not
+    // touch the job (the caller does not wait for it).
+    if (tid >= team_) continue;
+    start_ns_[size_t(tid)] = now_ns();
     (*job_)(tid);
     if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lk(mu_);
@@ -96,29 +116,30 @@ void ThreadPool::worker(int tid) {
   }
 }
 
-void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
-  if (num_threads_ == 1) {
-    fn(0);
-    return;
-  }
+// member_fn(m) for m in [0, team) on `team` threads (the caller is member 0), then the
+// lateness of the other members goes to the TeamSizer.
+void ThreadPool::run_team(int team, const std::function<void(int)>& member_fn) {
+  const int64_t t0 = now_ns();
+  std::fill(start_ns_.begin(), start_ns_.end(), t0);
 #ifdef NANOVLLM_OMP_POOL
-  // The team may be smaller than asked (nested call, OMP_THREAD_LIMIT): each member then takes
-  // every team-th tid, so fn still runs once per tid.
-#pragma omp parallel num_threads(num_threads_)
+#pragma omp parallel num_threads(team)
   {
-    const int team = omp_get_num_threads();
-    for (int tid = omp_get_thread_num(); tid < num_threads_; tid += team) fn(tid);
+    const int me = omp_get_thread_num(), got = omp_get_num_threads();
+    if (me > 0) start_ns_[size_t(me)] = now_ns();
+    // The runtime may give fewer threads than asked (nested call, OMP_THREAD_LIMIT).
+    for (int m = me; m < team; m += got) member_fn(m);
   }
 #else
-  job_ = &fn;
+  job_ = &member_fn;
+  team_ = team;
   park_.store(false);
-  pending_.store(num_threads_ - 1);
-  generation_.fetch_add(1);  // seq_cst: publishes job_ and pending_
+  pending_.store(team - 1);
+  generation_.fetch_add(1);  // seq_cst: publishes job_, team_ and pending_
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lk(mu_);  // a sleeper is either waiting or will see the generation
     cv_.notify_all();
   }
-  fn(0);
+  member_fn(0);
   auto done = [&] { return pending_.load() == 0; };
   if (!spin_until(done, spin_ns_)) {
     std::unique_lock<std::mutex> lk(mu_);
@@ -128,22 +149,38 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   }
   job_ = nullptr;
 #endif
+  for (int m = 1; m < team; ++m) delay_ns_[size_t(m - 1)] = start_ns_[size_t(m)] - t0;
+  sizer_.record(team, delay_ns_.data(), now_ns());
+}
+
+void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
+  const int team = active_threads();
+  if (team == 1) {
+    for (int tid = 0; tid < num_threads_; ++tid) fn(tid);
+    return;
+  }
+  run_team(team, [&](int m) {
+    for (int tid = m; tid < num_threads_; tid += team) fn(tid);
+  });
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                               int64_t grain) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  int64_t units = (n + grain - 1) / grain;
-  int workers = int(std::min<int64_t>(num_threads_, units));
+  const int64_t units = (n + grain - 1) / grain;
+  if (units <= 1 || num_threads_ == 1) {
+    fn(0, n);
+    return;
+  }
+  const int workers = int(std::min<int64_t>(active_threads(), units));
   if (workers <= 1) {
     fn(0, n);
     return;
   }
-  run_on_all([&](int tid) {
-    if (tid >= workers) return;
-    int64_t lo = units * tid / workers * grain;
-    int64_t hi = std::min(n, units * (tid + 1) / workers * grain);
+  run_team(workers, [&](int m) {
+    int64_t lo = units * m / workers * grain;
+    int64_t hi = std::min(n, units * (m + 1) / workers * grain);
     if (lo < hi) fn(lo, hi);
   });
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "conformance.h"
 #include "kernels/batch_contract.h"
@@ -33,6 +34,8 @@ struct AttnSpec {
   std::vector<int> unstored;  // step tokens stored with slot -1 (attention reads old cache data)
   // Edits past the contract (validate_batch would reject them): the kernels' defensive rules.
   std::function<void(HostBatch&, int num_blocks)> edit;
+  // KV cache type other than the activations' (--kv-cache-dtype; backends without it skip).
+  std::optional<DType> kv_dtype;
 };
 
 HostBatch build(const AttnSpec& s, std::mt19937& rng, int& num_blocks) {
@@ -137,22 +140,28 @@ void attention_case(Harness& hx, const AttnSpec& s) {
   }
   const int T = hb.num_tokens;
   const int64_t slots = int64_t(num_blocks) * s.bs;
+  const DType kvd = s.kv_dtype.value_or(hx.act());
+  if (!hx.be.kv_cache_dtype_supported(kvd))
+    GTEST_SKIP() << "the " << hx.be.name() << " backend has no " << dtype_name(kvd) << " KV cache";
   auto qkv = hx.random({T, W}, hx.act(), -2.f, 2.f);
-  auto kc = hx.random({slots, Hkv, D}, hx.act());
-  auto vc = hx.random({slots, Hkv, D}, hx.act());
+  auto kc = hx.random({slots, Hkv, D}, kvd);
+  auto vc = hx.random({slots, Hkv, D}, kvd);
   BatchTensors bt = hx.be.upload_batch(hb);
   hx.be.store_kv(qkv.t, bt.slot_mapping, kc.t, vc.t, ap);
   Tensor out = hx.poisoned({T, Hq * D}, hx.act());
   hx.be.attention(qkv.t, kc.t, vc.t, bt, ap, out);
 
-  // The cache after store_kv: bit-exact copies of the step's K/V at the valid slots.
+  // The cache after store_kv: the step's K/V at the valid slots, exact copies (rounded to the
+  // cache's type when it is another: round to nearest even).
   std::vector<float> k = kc.host, v = vc.host;
   const int KV = Hkv * D;
   for (int t = 0; t < T; ++t) {
     const int64_t slot = hb.slot_mapping[size_t(t)];
     if (slot < 0 || slot >= slots) continue;
-    std::copy_n(&qkv.host[size_t(t) * W + size_t(Hq) * D], KV, &k[size_t(slot) * KV]);
-    std::copy_n(&qkv.host[size_t(t) * W + size_t(Hq + Hkv) * D], KV, &v[size_t(slot) * KV]);
+    for (int e = 0; e < KV; ++e) {
+      k[size_t(slot) * KV + e] = float(round_to(kvd, qkv.host[size_t(t) * W + size_t(Hq) * D + e]));
+      v[size_t(slot) * KV + e] = float(round_to(kvd, qkv.host[size_t(t) * W + size_t(Hq + Hkv) * D + e]));
+    }
   }
   EXPECT_EQ(rel_err(hx.download(kc.t), std::vector<double>(k.begin(), k.end())), 0.0) << "k_cache";
   EXPECT_EQ(rel_err(hx.download(vc.t), std::vector<double>(v.begin(), v.end())), 0.0) << "v_cache";
@@ -176,7 +185,8 @@ void attention_case(Harness& hx, const AttnSpec& s) {
 
 std::string tag(const AttnSpec& s) {
   return "_hq" + std::to_string(s.Hq) + "_hkv" + std::to_string(s.Hkv) + "_d" +
-         std::to_string(s.D) + "_bs" + std::to_string(s.bs);
+         std::to_string(s.D) + "_bs" + std::to_string(s.bs) +
+         (s.kv_dtype ? "_kv" + dt_tag(*s.kv_dtype) : "");
 }
 
 void add(std::vector<Case>& out, const std::string& name, AttnSpec s) {
@@ -247,6 +257,15 @@ void add_attention_cases(std::vector<Case>& out) {
     AttnSpec p{{{0, 150}, {30, 70}}, 8, 2, 64, 16};
     p.max_seqlen_q = 1;
     add(out, "prefill_hint_understated", p);
+  }
+  // A BF16 KV cache (--kv-cache-dtype bf16; the CPU stores F32 activations rounded): prefill
+  // tile kernel, decode kernel, the per-key loop (D % 16 != 0), a mixed batch.
+  for (AttnSpec s : {AttnSpec{{{0, 77}, {300, 5}, {3, 1}}, 16, 8, 128, 256},
+                     AttnSpec{decode_seqs({1, 15, 16, 17, 300}), 16, 4, 128, 16, true},
+                     AttnSpec{{{40, 1}, {63, 1}, {64, 1}, {0, 2}}, 6, 3, 8, 32},
+                     AttnSpec{{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16}}) {
+    s.kv_dtype = DType::BF16;
+    add(out, s.decode ? "decode" : "mixed", s);
   }
   // Prefill kernel on decode-shaped sequences (a non-decode batch of one-token sequences).
   add(out, "prefill_kernel_on_decode_shapes", {decode_seqs({1, 77, 4000}), 8, 2, 128, 16});

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "tokenizer/incremental.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {

@@ -11,7 +11,8 @@
 #include "gpu_test_util.h"
 #include "kernels/cuda/graph_executor.h"
 #include "kernels/eager_executor.h"
-#include "loader/safetensors.h"
+#include "loader/safetensors_writer.h"
+#include "loader/weight_store.h"
 #include "models/decoder.h"
 
 namespace nanovllm::gputest {

@@ -20,6 +20,18 @@ def nanovllm_bin():
     return b
 
 
+def shared_model(name):
+    """(path of a shared-data model, None) or (None, why it is unavailable)."""
+    try:
+        nanovllm_bin()
+    except RuntimeError as e:
+        return None, str(e)
+    path = os.path.join(os.environ.get("NANOVLLM_SHARED_DATA", ""), "models", name)
+    if not os.path.exists(os.path.join(path, "config.json")):
+        return None, f"{path} not found (the shared test data)"
+    return path, None
+
+
 def make_tmpdir(prefix):
     base = os.environ.get("NANOVLLM_BUILD_DIR")
     if base and os.path.isdir(base):

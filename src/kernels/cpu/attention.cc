@@ -11,22 +11,47 @@
 
 namespace nanovllm::cpu {
 
-void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-              const AttentionParams& p) {
+namespace {
+
+// A K or V row into the cache: f32 as is, bf16 rounded to nearest even.
+void put_row(const float* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
+void put_row(const float* src, uint16_t* dst, int64_t n) { f32_to_bf16_row(src, dst, n); }
+
+// A K or V row as f32 (the per-key fallback loop reads f32 rows).
+const float* get_row(const float* row, int64_t, float*) { return row; }
+const float* get_row(const uint16_t* row, int64_t n, float* buf) {
+  for (int64_t i = 0; i < n; ++i) buf[i] = bf16_to_f32(row[i]);
+  return buf;
+}
+
+// KV: the cache's element type, float or uint16_t (bf16 bits); activations are F32.
+template <class KV>
+void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
+                const AttentionParams& p) {
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads;
   const int64_t row = int64_t(Hq + 2 * Hkv) * D, T = slot_mapping.numel();
   const int64_t kvw = int64_t(Hkv) * D, num_slots = k_cache.size(0);
   const float* src = qkv.data<float>();
   const int32_t* slots = slot_mapping.data<int32_t>();
-  float* kc = k_cache.data<float>();
-  float* vc = v_cache.data<float>();
+  KV* kc = k_cache.data<KV>();
+  KV* vc = v_cache.data<KV>();
   for (int64_t t = 0; t < T; ++t) {
     const int64_t s = slots[t];
     if (s < 0 || s >= num_slots) continue;  // -1 = padding; out of range: the defensive rule
-    std::memcpy(kc + s * kvw, src + t * row + int64_t(Hq) * D, size_t(kvw) * 4);
-    std::memcpy(vc + s * kvw, src + t * row + int64_t(Hq + Hkv) * D, size_t(kvw) * 4);
+    put_row(src + t * row + int64_t(Hq) * D, kc + s * kvw, kvw);
+    put_row(src + t * row + int64_t(Hq + Hkv) * D, vc + s * kvw, kvw);
   }
 }
+
+}  // namespace
+
+void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
+              const AttentionParams& p) {
+  if (k_cache.dtype() == DType::BF16) store_kv_t<uint16_t>(qkv, slot_mapping, k_cache, v_cache, p);
+  else store_kv_t<float>(qkv, slot_mapping, k_cache, v_cache, p);
+}
+
+namespace {
 
 // One work item = (sequence, kv head, tile of up to 16 query rows). The queries of all q heads
 // sharing the kv head are processed together so each K/V row is read once per tile (GQA).
@@ -35,9 +60,10 @@ void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Te
 // the same as on CUDA: a sequence's query rows are [cu[b], cu[b+1]) clipped to [0, T); a key whose
 // block is missing (entry < 0 or >= num_blocks, or past the table's width) is masked; a query that
 // sees no key (context_lens[b] < seqlen_q) gets zeros. Such sequences take the per-key loop.
-void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
-                     const BatchTensors& batch, const AttentionParams& p, Tensor& out,
-                     ThreadPool& pool) {
+template <class KV>
+void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                       const BatchTensors& batch, const AttentionParams& p, Tensor& out,
+                       ThreadPool& pool) {
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads, G = Hq / Hkv;
   const int64_t row = int64_t(Hq + 2 * Hkv) * D, kvw = int64_t(Hkv) * D;
   const int B = batch.num_seqs, bs = batch.block_size;
@@ -47,8 +73,8 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
   const int32_t* bt = batch.block_tables.data<int32_t>();
   const int64_t bt_stride = B ? batch.block_tables.size(1) : 0;
   const float* q = qkv.data<float>();
-  const float* kc = k_cache.data<float>();
-  const float* vc = v_cache.data<float>();
+  const KV* kc = k_cache.data<KV>();
+  const KV* vc = v_cache.data<KV>();
   float* o = out.data<float>();
   constexpr int kTile = 16;
   constexpr int kMinTileRows = 8;
@@ -80,9 +106,17 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
         items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast});
   }
 
+  // Chunks of at least ~64K multiply-adds (score + value FMAs), so short contexts of tiny models
+  // run on the caller (thread_pool.h: grain_for_work).
+  int64_t total_work = 0;
+  for (const Item& w : items)
+    total_work += int64_t(w.q1 - w.q0) * G *
+                  std::max<int64_t>(1, int64_t(ctx[w.b]) - (int64_t(cu[w.b + 1]) - cu[w.b]) + w.q1) * D;
+  const int64_t per_item = items.empty() ? 1 : total_work / int64_t(items.size());
   pool.parallel_for(int64_t(items.size()), [&](int64_t a, int64_t e) {
     // Per query row r (tile rows x G heads): running max m, sum l, accumulator acc[D].
     std::vector<float> acc(size_t(kTile * G * D)), m(size_t(kTile * G)), l(size_t(kTile * G));
+    std::vector<float> kbuf(static_cast<size_t>(D)), vbuf(static_cast<size_t>(D));
     for (int64_t it = a; it < e; ++it) {
       const Item& w = items[size_t(it)];
       const int64_t nq_total = int64_t(cu[w.b + 1]) - cu[w.b];
@@ -92,8 +126,8 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
       // AVX-512: many query rows (prefill) take the lane-parallel tile kernel, few rows (decode)
       // the two-pass kernel. Other ISAs, D % 16 != 0 or defensive cases: the per-key loop below.
       if (w.fast) {
-        AttentionTile t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
-                        int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale};
+        AttentionTile<KV> t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
+                            int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale};
         if (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)) continue;
       }
       std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
@@ -104,8 +138,8 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
       for (int64_t j = 0; j <= last_key; ++j) {
         const int64_t slot = key_slot(table, j);
         if (slot < 0) continue;  // missing block: masked
-        const float* kr = kc + slot * kvw + int64_t(w.h) * D;
-        const float* vr = vc + slot * kvw + int64_t(w.h) * D;
+        const float* kr = get_row(kc + slot * kvw + int64_t(w.h) * D, D, kbuf.data());
+        const float* vr = get_row(vc + slot * kvw + int64_t(w.h) * D, D, vbuf.data());
         for (int qi = w.q0; qi < w.q1; ++qi) {
           if (j > first_pos + qi) continue;  // causal
           const int64_t tok = cu[w.b] + qi;
@@ -137,7 +171,18 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
         }
       }
     }
-  });
+  }, grain_for_work(per_item, int64_t(1) << 16));
+}
+
+}  // namespace
+
+void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
+                     const BatchTensors& batch, const AttentionParams& p, Tensor& out,
+                     ThreadPool& pool) {
+  if (k_cache.dtype() == DType::BF16)
+    paged_attention_t<uint16_t>(qkv, k_cache, v_cache, batch, p, out, pool);
+  else
+    paged_attention_t<float>(qkv, k_cache, v_cache, batch, p, out, pool);
 }
 
 }  // namespace nanovllm::cpu

@@ -15,43 +15,43 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/simd.h"
+#include "util/dtype.h"
 
 namespace nanovllm::cpu {
 
 namespace {
 
 constexpr int kLanes = 16;  // query rows per zmm
+
+// 16 K/V elements as f32, and one as a scalar (f32 cache: as is; bf16: the top half of f32).
+NV_TARGET_AVX512 inline __m512 load16_kv(const float* p) { return _mm512_loadu_ps(p); }
+NV_TARGET_AVX512 inline __m512 load16_kv(const uint16_t* p) { return load16_bf16(p); }
 constexpr int kKeys = 16;   // keys per block
 
-// 2^x for x in [-inf, 0]-ish: x = n + f, f in [-0.5, 0.5], 2^f by a degree-7 polynomial
-// (relative error < 1e-7), scaled by 2^n with scalef. Inputs below -126 flush towards 0 (the
-// caller masks lanes that must be exactly 0).
-NV_TARGET_AVX512 inline __m512 exp2_512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-126.f));
-  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(x, n);
-  __m512 p = _mm512_set1_ps(1.5252733804e-5f);  // ln2^7 / 7!
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393e-4f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108665e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650696e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718056e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
+// Pointers to the block's K and V rows as f32: the cache rows themselves (f32 cache), or the
+// rows widened into kbuf / vbuf [kKeys][D] (bf16 cache: widened once per block, not per use).
+NV_TARGET_AVX512 inline const float* rows_f32(const float* row, int, float*) { return row; }
+NV_TARGET_AVX512 inline const float* rows_f32(const uint16_t* row, int D, float* buf) {
+  for (int d = 0; d < D; d += 16) _mm512_storeu_ps(buf + d, load16_bf16(row + d));
+  return buf;
 }
 
-NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
+template <class KV>
+NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G;
   const int rows = (t.q1 - t.q0) * G;
   const float qscale = t.scale * 1.4426950408889634f;  // log2(e)
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  std::vector<float> qt(size_t(D) * kLanes), acc(size_t(kLanes) * D);
+  // qt[d][lane] and the output accumulator acct[d][lane] (lane = query row), and the widened
+  // K / V rows of a bf16 cache.
+  std::vector<float> qt(size_t(D) * kLanes), acct(size_t(D) * kLanes);
+  std::vector<float> kwide(std::is_same_v<KV, float> ? 0 : size_t(kKeys) * D);
+  std::vector<float> vwide(std::is_same_v<KV, float> ? 0 : size_t(kKeys) * D);
   alignas(64) float pbuf[kKeys][kLanes];
-  alignas(64) float cbuf[kLanes];
   alignas(64) int32_t posbuf[kLanes];
 
   for (int r0 = 0; r0 < rows; r0 += kLanes) {
@@ -73,7 +73,7 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
     }
     const __m512i pos = _mm512_load_si512(posbuf);
     __m512 m = _mm512_set1_ps(neg_inf), l = _mm512_setzero_ps();
-    std::fill(acc.begin(), acc.end(), 0.f);
+    std::fill(acct.begin(), acct.end(), 0.f);
 
     for (int j0 = 0; j0 <= max_pos; j0 += kKeys) {
       const int nj = std::min(kKeys, max_pos + 1 - j0);
@@ -82,29 +82,21 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
       for (int j = 0; j < nj; ++j) {
         const int key = j0 + j;
         const int64_t slot = int64_t(t.block_table[key / t.block_size]) * t.block_size + key % t.block_size;
-        kr[j] = t.k_cache + slot * t.kv_stride + int64_t(t.h) * D;
-        vr[j] = t.v_cache + slot * t.kv_stride + int64_t(t.h) * D;
+        const int64_t off = slot * t.kv_stride + int64_t(t.h) * D;
+        kr[j] = rows_f32(t.k_cache + off, D, kwide.data() + size_t(j) * D);
+        vr[j] = rows_f32(t.v_cache + off, D, vwide.data() + size_t(j) * D);
       }
-      // S: 16 rows (lanes) x nj keys, 4 keys at a time (independent FMA chains).
+      for (int j = nj; j < kKeys; ++j) kr[j] = kr[0], vr[j] = vr[0];  // lanes of absent keys: masked
+      // S: 16 rows (lanes) x 16 keys, 8 keys per pass: per d one q load, 8 broadcasts, 8 FMAs.
       __m512 s[kKeys];
-      for (int j = 0; j < nj; j += 4) {
-        const int nk = std::min(4, nj - j);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        const float* k0 = kr[j];
-        const float* k1 = kr[j + (nk > 1 ? 1 : 0)];
-        const float* k2 = kr[j + (nk > 2 ? 2 : 0)];
-        const float* k3 = kr[j + (nk > 3 ? 3 : 0)];
+      for (int jb = 0; jb < nj; jb += 8) {
+        __m512 a[8];
+        for (int u = 0; u < 8; ++u) a[u] = _mm512_setzero_ps();
         for (int d = 0; d < D; ++d) {
           const __m512 qd = _mm512_loadu_ps(qt.data() + size_t(d) * kLanes);
-          a0 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k0[d]), a0);
-          a1 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k1[d]), a1);
-          a2 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k2[d]), a2);
-          a3 = _mm512_fmadd_ps(qd, _mm512_set1_ps(k3[d]), a3);
+          for (int u = 0; u < 8; ++u) a[u] = _mm512_fmadd_ps(qd, _mm512_set1_ps(kr[jb + u][d]), a[u]);
         }
-        s[j] = a0;
-        if (nk > 1) s[j + 1] = a1;
-        if (nk > 2) s[j + 2] = a2;
-        if (nk > 3) s[j + 3] = a3;
+        for (int u = 0; u < 8; ++u) s[jb + u] = a[u];
       }
       // Causal mask per lane, block max, new running max.
       __mmask16 valid[kKeys];
@@ -117,7 +109,7 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
       const __mmask16 live = _mm512_cmp_ps_mask(m_new, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
       // c = 2^(m - m_new): 0 where m was -inf (nothing accumulated yet), 1 on dead lanes.
       const __mmask16 had = _mm512_cmp_ps_mask(m, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
-      __m512 c = _mm512_maskz_mov_ps(had & live, exp2_512(_mm512_sub_ps(m, m_new)));
+      const __m512 c = _mm512_maskz_mov_ps(had & live, exp2_512(_mm512_sub_ps(m, m_new)));
       __m512 psum = _mm512_setzero_ps();
       for (int j = 0; j < nj; ++j) {
         __m512 p = _mm512_maskz_mov_ps(valid[j] & live, exp2_512(_mm512_sub_ps(s[j], m_new)));
@@ -126,27 +118,25 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
       }
       l = _mm512_fmadd_ps(l, c, psum);
       m = _mm512_mask_mov_ps(m, live, m_new);
-      _mm512_store_ps(cbuf, c);
-      // acc[i][:] = acc[i][:] * c[i] + sum_j p[j][i] * v[j][:]
-      for (int i = 0; i < nr; ++i) {
-        float* ar = acc.data() + size_t(i) * D;
-        const __m512 ci = _mm512_set1_ps(cbuf[i]);
-        for (int d = 0; d < D; d += 16) {
-          __m512 a = _mm512_mul_ps(_mm512_loadu_ps(ar + d), ci);
-          for (int j = 0; j < nj; ++j)
-            a = _mm512_fmadd_ps(_mm512_set1_ps(pbuf[j][i]), _mm512_loadu_ps(vr[j] + d), a);
-          _mm512_storeu_ps(ar + d, a);
+      // acct[d][:] = acct[d][:] * c + sum_j p[j][:] * v[j][d], rows in lanes like S: per key one
+      // P load, 8 broadcasts of V, 8 FMAs (the row-major form needed 2 loads per FMA).
+      for (int d0 = 0; d0 < D; d0 += 8) {
+        __m512 a[8];
+        for (int u = 0; u < 8; ++u) a[u] = _mm512_mul_ps(_mm512_loadu_ps(acct.data() + size_t(d0 + u) * kLanes), c);
+        for (int j = 0; j < nj; ++j) {
+          const __m512 pj = _mm512_load_ps(pbuf[j]);
+          for (int u = 0; u < 8; ++u) a[u] = _mm512_fmadd_ps(pj, _mm512_set1_ps(vr[j][d0 + u]), a[u]);
         }
+        for (int u = 0; u < 8; ++u) _mm512_storeu_ps(acct.data() + size_t(d0 + u) * kLanes, a[u]);
       }
     }
-    alignas(64) float lbuf[kLanes];
-    _mm512_store_ps(lbuf, l);
+    // out[row][d] = acct[d][row] / l[row].
+    alignas(64) float inv[kLanes];
+    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.f), l));
     for (int i = 0; i < nr; ++i) {
       const int r = r0 + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
       float* dst = t.out + (t.tok0 + qi) * t.out_stride + int64_t(hq) * D;
-      const __m512 inv = _mm512_set1_ps(1.f / lbuf[i]);
-      for (int d = 0; d < D; d += 16)
-        _mm512_storeu_ps(dst + d, _mm512_mul_ps(_mm512_loadu_ps(acc.data() + size_t(i) * D + d), inv));
+      for (int d = 0; d < D; ++d) dst[d] = acct[size_t(d) * kLanes + i] * inv[i];
     }
   }
 }
@@ -154,7 +144,8 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile& t) {
 // Few rows (decode: one query per sequence, G heads): two passes over the keys, no transpose.
 // Pass 1 reads each key row once and dots it with every row's query (scores in log2 units);
 // the softmax then runs vectorized along the keys; pass 2 accumulates p * V per row.
-NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
+template <class KV>
+NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G;
   const int rows = (t.q1 - t.q0) * G;
   const float qscale = t.scale * 1.4426950408889634f;
@@ -181,25 +172,25 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
   // different 4 KiB page, where hardware prefetchers stop, so rows are prefetched kAhead keys
   // ahead (measured: without it decode attention ran at a fraction of the bandwidth).
   constexpr int kAhead = 8;
-  auto prefetch_row = [&](const float* base, int j) {
+  auto prefetch_row = [&](const KV* base, int j) {
     if (j >= nkeys) return;
     const char* p = reinterpret_cast<const char*>(base + kv_off[size_t(j)]);
-    for (int b = 0; b < D * 4; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    for (int b = 0; b < D * int(sizeof(KV)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   };
   for (int j = 0; j < kAhead; ++j) prefetch_row(t.k_cache, j);
   // Pass 1: scores.
   for (int j = 0; j < nkeys; ++j) {
     prefetch_row(t.k_cache, j + kAhead);
-    const float* k = t.k_cache + kv_off[size_t(j)];
+    const KV* k = t.k_cache + kv_off[size_t(j)];
     for (int r = 0; r < rows; ++r) {
       const float* qr = qbuf.data() + size_t(r) * D;
       __m512 a0 = _mm512_setzero_ps(), a1 = a0;
       int d = 0;
       for (; d + 32 <= D; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), _mm512_loadu_ps(k + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), _mm512_loadu_ps(k + d + 16), a1);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
       }
-      if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), _mm512_loadu_ps(k + d), a0);
+      if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
       sbuf[size_t(r) * stride + j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
     }
   }
@@ -237,11 +228,11 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
       for (int j = 0; j < kAhead; ++j) prefetch_row(t.v_cache, j);
       for (int j = 0; j < nkeys; ++j) {
         prefetch_row(t.v_cache, j + kAhead);
-        const float* v = t.v_cache + kv_off[size_t(j)] + d0;
+        const KV* v = t.v_cache + kv_off[size_t(j)] + d0;
         const __m512 p0 = _mm512_set1_ps(sbuf[size_t(rb) * stride + j]);
         const __m512 p1 = _mm512_set1_ps(nr > 1 ? sbuf[size_t(rb + 1) * stride + j] : 0.f);
         for (int c = 0; c < nv; ++c) {
-          const __m512 vv = _mm512_loadu_ps(v + c * 16);
+          const __m512 vv = load16_kv(v + c * 16);
           acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
           acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
         }
@@ -258,16 +249,23 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile& t) {
 
 }  // namespace
 
-bool attention_tile_avx512(const AttentionTile& t) {
+template <class KV>
+bool attention_tile_avx512(const AttentionTile<KV>& t) {
   if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
   tile_avx512(t);
   return true;
 }
 
-bool attention_rows_avx512(const AttentionTile& t) {
+template <class KV>
+bool attention_rows_avx512(const AttentionTile<KV>& t) {
   if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
   rows_avx512(t);
   return true;
 }
+
+template bool attention_tile_avx512(const AttentionTile<float>&);
+template bool attention_tile_avx512(const AttentionTile<uint16_t>&);
+template bool attention_rows_avx512(const AttentionTile<float>&);
+template bool attention_rows_avx512(const AttentionTile<uint16_t>&);
 
 }  // namespace nanovllm::cpu

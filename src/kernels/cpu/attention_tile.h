@@ -9,11 +9,13 @@ namespace nanovllm::cpu {
 // One work item: `rows` query rows of one KV head against keys [0, max position] of one
 // sequence. Row r is query (q0 + r / G), head (h * G + r % G); its key position is
 // first_pos + q0 + r / G and it attends keys 0 .. that position (causal).
+// KV: the cache's element type, float or uint16_t (bf16 bits).
+template <class KV>
 struct AttentionTile {
   const float* q;       // qkv base; query row of token t, head hq: q + t * q_stride + hq * D
   int64_t q_stride;     // (Hq + 2 Hkv) * D
-  const float* k_cache; // [slots, Hkv, D]
-  const float* v_cache;
+  const KV* k_cache;    // [slots, Hkv, D]
+  const KV* v_cache;
   int64_t kv_stride;    // Hkv * D
   const int32_t* block_table;  // this sequence's blocks
   int block_size;
@@ -28,8 +30,10 @@ struct AttentionTile {
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
 // tile: many rows (prefill), queries transposed into vector lanes.
-bool attention_tile_avx512(const AttentionTile& t);
+template <class KV>
+bool attention_tile_avx512(const AttentionTile<KV>& t);
 // rows: few rows (decode), two passes over the keys with a vectorized softmax.
-bool attention_rows_avx512(const AttentionTile& t);
+template <class KV>
+bool attention_rows_avx512(const AttentionTile<KV>& t);
 
 }  // namespace nanovllm::cpu

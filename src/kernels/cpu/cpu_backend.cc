@@ -2,10 +2,12 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
 
@@ -22,11 +24,21 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }
+  bool kv_cache_dtype_supported(DType d) const override {
+    return d == DType::F32 || d == DType::BF16;
+  }
+  int num_threads() const override { return pool_.size(); }
 
   Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }
+  LinearWeight prepare_linear(const Tensor& host, const QuantScheme& scheme) override {
+    if (!scheme.enabled()) return LinearWeight{to_device(host), nullptr};
+    auto alloc = [this](int64_t rows, int64_t cols) { return arena_.alloc({rows, cols}, DType::U8); };
+    return LinearWeight{Tensor(), std::make_shared<QuantizedWeight>(
+                                      cpu::quantize_weight(host, scheme, pool_, alloc))};
+  }
   SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
     return cpu::sample(logits, batch, pool_);
   }
@@ -63,6 +75,10 @@ class CpuBackend final : public Backend {
   }
   void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
     cpu::linear(x, w, bias, out, pool_);
+  }
+  void linear_quantized_impl(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
+                             Tensor& out) override {
+    cpu::quantized_linear(x, w, bias, out, pool_);
   }
   void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) override {
     cpu::silu_and_mul(gate_up, out, pool_);

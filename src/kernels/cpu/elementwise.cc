@@ -4,20 +4,17 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/rowops.h"
 #include "kernels/cpu/simd.h"
 
 namespace nanovllm::cpu {
 
 namespace {
+// Elements per parallel chunk (at least): smaller ops run on the caller (thread_pool.h).
+constexpr int64_t kMinChunkElems = 16384;
+
 // Norm weights are tiny ([H] or [D]); converting them per call keeps kernels dtype-agnostic.
 std::vector<float> weights_f32(const Tensor& w) { return to_f32_vector(w); }
-
-inline void rms_row(const float* x, const float* w, float eps, float* out, int64_t H) {
-  double ss = 0;  // f64 accumulation: the row sum is the one place rounding can pile up
-  for (int64_t i = 0; i < H; ++i) ss += double(x[i]) * x[i];
-  float inv = float(1.0 / std::sqrt(ss / double(H) + double(eps)));
-  for (int64_t i = 0; i < H; ++i) out[i] = x[i] * inv * w[i];
-}
 }  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out,
@@ -44,7 +41,7 @@ void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out, ThreadPo
   float* op = out.data<float>();
   pool.parallel_for(T, [&](int64_t a, int64_t b) {
     for (int64_t t = a; t < b; ++t) rms_row(xp + t * H, wf.data(), eps, op + t * H, H);
-  }, 4);
+  }, grain_for_work(H, kMinChunkElems));
 }
 
 void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps, ThreadPool& pool) {
@@ -56,10 +53,10 @@ void add_rms_norm(Tensor& x, Tensor& residual, const Tensor& w, float eps, Threa
     for (int64_t t = a; t < b; ++t) {
       float* r = rp + t * H;
       float* xr = xp + t * H;
-      for (int64_t i = 0; i < H; ++i) r[i] += xr[i];
+      axpy_f32(1.f, xr, r, int(H));  // residual += x (fma(1, x, r) == x + r exactly)
       rms_row(r, wf.data(), eps, xr, H);
     }
-  }, 4);
+  }, grain_for_work(H, kMinChunkElems));
 }
 
 void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
@@ -71,12 +68,9 @@ void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
       const float* gr = g + t * 2 * I;
       const float* ur = gr + I;
       float* orow = o + t * I;
-      for (int64_t i = 0; i < I; ++i) {
-        float v = gr[i];
-        orow[i] = v / (1.f + std::exp(-v)) * ur[i];
-      }
+      silu_mul_row(gr, ur, orow, I);
     }
-  }, 4);
+  }, grain_for_work(I, kMinChunkElems));
 }
 
 void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, const Tensor* k_norm,
@@ -91,7 +85,6 @@ void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, co
   const int32_t* pos = positions.data<int32_t>();
   const float* cs = cos_sin.data<float>();
   pool.parallel_for(T, [&](int64_t a, int64_t b) {
-    std::vector<float> tmp(static_cast<size_t>(D));
     for (int64_t t = a; t < b; ++t) {
       // The contract's defensive rule (kernels/README.md): a position outside the table leaves
       // the token's q/k normed but not rotated, as on CUDA. validate_batch rejects such batches.
@@ -103,16 +96,10 @@ void qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm, co
         const std::vector<float>& nw = h < Hq ? qn : kn;
         if (!nw.empty()) rms_row(v, nw.data(), eps, v, D);
         if (!rotate) continue;
-        // rotate-half: out[i] = v[i] c[i] - v[i+half] s[i]; out[i+half] = v[i+half] c[i] + v[i] s[i]
-        for (int i = 0; i < half; ++i) {
-          float x1 = v[i], x2 = v[i + half];
-          tmp[size_t(i)] = x1 * c[i] - x2 * s[i];
-          tmp[size_t(i + half)] = x2 * c[i] + x1 * s[i];
-        }
-        std::memcpy(v, tmp.data(), size_t(D) * 4);
+        rope_row(v, c, s, half);
       }
     }
-  }, 1);
+  }, grain_for_work(row, kMinChunkElems));
 }
 
 void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out) {

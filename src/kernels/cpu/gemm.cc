@@ -25,6 +25,9 @@ constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in
 // BF16 weights go to oneDNN from this many rows: 1.5-2x the exact f32 streaming kernel from
 // M = 16 (docs/perf.md; make run +24%); below, decode batches stay exact.
 constexpr int kOnednnMinRows = 16;
+// A parallel chunk holds at least this many multiply-adds (~5-10 us of streaming): tiny models
+// (stories260K: K = 64) then run their linears on one thread instead of paying hand-offs.
+constexpr int64_t kMinChunkMacs = int64_t(1) << 17;
 std::atomic<int> g_path{0};
 
 // ---------------------------------------------------------------------------------------
@@ -201,22 +204,23 @@ void gemv_dispatch(const float* x, const WT* w, float* out, int64_t M, int64_t K
   gemv_rows_scalar<WT>(x, w, out, M, K, N, n0, n1);
 }
 
-void add_bias(const Tensor* bias, float* out, int64_t M, int64_t N) {
+void blas_threads(ThreadPool& pool) {
+  static std::atomic<int> set{-1};
+  const int n = pool.active_threads();
+  if (set.load() != n) {
+    openblas_set_num_threads(n);
+    set = n;
+  }
+}
+
+}  // namespace
+
+void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N) {
   if (!bias) return;
   std::vector<float> b = to_f32_vector(*bias);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) out[m * N + n] += b[size_t(n)];
 }
-
-void blas_threads(ThreadPool& pool) {
-  static std::atomic<int> set{-1};
-  if (set.load() != pool.size()) {
-    openblas_set_num_threads(pool.size());
-    set = pool.size();
-  }
-}
-
-}  // namespace
 
 int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
 int onednn_min_rows() { return kOnednnMinRows; }
@@ -235,7 +239,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX).
   if (wd == DType::BF16 && (path == 3 || (path == 0 && M >= kOnednnMinRows))) {
     if (onednn_bf16_linear(x, w, out, pool)) {
-      add_bias(bias, op, M, N);
+      add_bias_rows(bias, op, M, N);
       return;
     }
   }
@@ -247,8 +251,8 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     split_even_odd(xp, xs.data(), K);
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
       gemv1_bf16_512(xs.data(), w.data<uint16_t>(), op, K, n0, n1);
-    }, kRowBlock);
-    add_bias(bias, op, M, N);
+    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
+    add_bias_rows(bias, op, M, N);
     return;
   }
   if (stream && wd != DType::F16) {
@@ -265,8 +269,8 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
             gemv_dispatch<uint16_t>(xp + m0 * K, w.data<uint16_t>(), op + m0 * N, mm, K, N, nb, ne);
         }
       }
-    }, kRowBlock);
-    add_bias(bias, op, M, N);
+    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
+    add_bias_rows(bias, op, M, N);
     return;
   }
 
@@ -289,7 +293,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
                   int(K), buf.data(), int(K), 0.f, op + n0, int(N));
     }
   }
-  add_bias(bias, op, M, N);
+  add_bias_rows(bias, op, M, N);
 }
 
 }  // namespace nanovllm::cpu

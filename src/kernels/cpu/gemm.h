@@ -12,6 +12,9 @@ namespace nanovllm::cpu {
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool);
 
+// out[m, n] += bias[n] for an [M, N] F32 output (no-op when bias is null).
+void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N);
+
 // Largest M handled by the streaming kernel for F32 weights (above it: BLAS).
 int gemv_max_rows();
 // Smallest M that BF16 weights send to oneDNN (when it supports the shape). For tests.

@@ -4,6 +4,7 @@
 #include "kernels/cpu/simd.h"
 
 #include "util/cpu_features.h"
+#include "util/dtype.h"
 
 namespace nanovllm::cpu {
 
@@ -15,6 +16,27 @@ Isa active_isa() {
     return Isa::Scalar;
   }();
   return isa;
+}
+
+// Round to nearest even on the bit pattern: u + 0x7FFF + ((u >> 16) & 1), then the top half;
+// NaNs are passed through with a quiet bit (as f32_to_bf16 does).
+NV_TARGET_AVX512 static void f32_to_bf16_512(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+  const __m512i absmask = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+  const __m512i quiet = _mm512_set1_epi32(0x00400000);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + i));
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absmask), inf);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, quiet));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(_mm512_srli_epi32(r, 16)));
+  }
+  for (; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n) {
+  if (active_isa() == Isa::Avx512) return f32_to_bf16_512(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 
 NV_TARGET_AVX512 static float dot_512(const float* a, const float* b, int n) {

@@ -23,6 +23,24 @@ NV_TARGET_AVX512 inline __m512 load16_bf16(const uint16_t* p) {
 NV_TARGET_AVX512 inline __m512 load16_f16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+// 2^x: x = n + f, f in [-0.5, 0.5], 2^f by a degree-7 polynomial (relative error < 1e-7),
+// scaled by 2^n with scalef. Inputs below -126 flush towards 0 (callers mask lanes that must be
+// exactly 0); large inputs give +inf.
+NV_TARGET_AVX512 inline __m512 exp2_512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-126.f));
+  __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(1.5252733804e-5f);  // ln2^7 / 7!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393e-4f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108665e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650696e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718056e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // --- AVX2: 8 at a time -------------------------------------------------------------------
 NV_TARGET_AVX2 inline __m256 load8_f32(const float* p) { return _mm256_loadu_ps(p); }
 NV_TARGET_AVX2 inline __m256 load8_bf16(const uint16_t* p) {
@@ -39,6 +57,9 @@ NV_TARGET_AVX2 inline float hsum8(__m256 v) {
   lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
   return _mm_cvtss_f32(lo);
 }
+
+// dst[i] = bf16(src[i]), round to nearest even (NaN stays NaN), AVX-512 when present.
+void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n);
 
 // Dot product and axpy over f32 vectors (attention inner loops).
 float dot_f32(const float* a, const float* b, int n);

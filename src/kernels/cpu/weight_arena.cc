@@ -41,18 +41,33 @@ struct WeightArena::Chunk {
   }
 };
 
-Tensor WeightArena::copy(const Tensor& host, ThreadPool& pool) {
-  const size_t n = host.nbytes();
-  if (n < kMinBytes || host.device() != Device::CPU || !copy_enabled()) return host;
+char* WeightArena::carve(size_t n) {
   const size_t need = (n + 63) / 64 * 64;
   if (!chunk_ || used_ + need > chunk_->bytes) {
     auto c = Chunk::create(std::max(need, kChunkBytes));
-    if (!c) return host;  // out of address space: keep the zero-copy mapping
+    if (!c) return nullptr;  // out of address space
     chunk_ = c;
     used_ = 0;
   }
   char* dst = chunk_->base + used_;
   used_ += need;
+  return dst;
+}
+
+Tensor WeightArena::alloc(const Shape& shape, DType dtype) {
+  Tensor probe = Tensor::wrap(nullptr, shape, dtype);
+  const size_t n = probe.nbytes();
+  char* dst = n >= kMinBytes && copy_enabled() ? carve(n) : nullptr;
+  if (!dst) return Tensor::empty(shape, dtype);
+  copied_ += n;
+  return Tensor::wrap(dst, shape, dtype, Device::CPU, chunk_);
+}
+
+Tensor WeightArena::copy(const Tensor& host, ThreadPool& pool) {
+  const size_t n = host.nbytes();
+  if (n < kMinBytes || host.device() != Device::CPU || !copy_enabled()) return host;
+  char* dst = carve(n);
+  if (!dst) return host;  // keep the zero-copy mapping
   const char* src = static_cast<const char*>(host.raw());
   pool.parallel_for(int64_t(n), [&](int64_t a, int64_t b) {
     std::memcpy(dst + a, src + a, size_t(b - a));

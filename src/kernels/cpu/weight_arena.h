@@ -23,10 +23,14 @@ class WeightArena {
   // A copy of `host` in huge-page memory (same shape and dtype), or `host` itself when it is
   // small, when huge pages are disabled (NANOVLLM_CPU_WEIGHT_COPY=0) or when mmap fails.
   Tensor copy(const Tensor& host, ThreadPool& pool);
+  // Uninitialised memory for a weight made at load (quantized blobs): huge pages when it is
+  // large and copies are enabled, else the heap.
+  Tensor alloc(const Shape& shape, DType dtype);
   size_t bytes_copied() const { return copied_; }
 
  private:
   struct Chunk;
+  char* carve(size_t n);           // n bytes in the current (or a new) chunk; null on failure
   std::shared_ptr<Chunk> chunk_;  // the chunk being filled
   size_t used_ = 0;               // bytes used in chunk_
   size_t copied_ = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cuda/device_allocator.h"
 
 namespace nanovllm::cuda {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "conformance.h"
+#include "kernels/backend_factory.h"
 
 namespace nanovllm::conformance {
 namespace {

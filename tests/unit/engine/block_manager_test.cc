@@ -215,7 +215,7 @@ TEST(BlockManager, RandomOperationsKeepInvariants) {
   std::vector<std::vector<int>> templates(4);
   for (auto& t : templates)
     for (int i = 0; i < 120; ++i) t.push_back(static_cast<int>(rng() % 4));  // small vocab
-  std::vector<std::unique_ptr<Sequence>> live;
+  std::vector<std::shared_ptr<Sequence>> live;
   uint64_t next_id = 1;
   int allocations = 0, hits = 0;
   for (int op = 0; op < 100000; ++op) {

@@ -23,7 +23,7 @@ TEST(Fork, SharesFullPromptBlocksByRefCount) {
     bm.allocate(*parent);
     ASSERT_EQ(parent->block_table.size(), 3u);
     EXPECT_EQ(bm.num_free_blocks(), 13);
-    std::vector<std::unique_ptr<Sequence>> kids;
+    std::vector<std::shared_ptr<Sequence>> kids;
     for (int k = 0; k < 2; ++k) {
       auto child = make_seq(2 + k, iota_tokens(40, 100), kBs);
       bm.fork(*parent, *child);
@@ -80,23 +80,23 @@ TEST(Fork, SchedulerPrefillsOnlyTheTail) {
   sc.max_num_batched_tokens = 256;
   sc.enable_prefix_caching = false;
   sc.eos_token_ids = {0};
-  Scheduler s(sc);
+  test::TestScheduler s(sc);
   SamplingParams p;
   p.max_tokens = 4;
   auto parent_owned = make_seq(1, iota_tokens(40, 100), kBs, p);
   Sequence* parent = parent_owned.get();
-  s.add(std::move(parent_owned));
+  s.add(parent_owned);
   SchedulerOutput o = s.schedule();
   ASSERT_EQ(o.num_prefill_tokens, 40);
   auto c1 = make_seq(2, iota_tokens(40, 100), kBs, p);
   auto c2 = make_seq(3, iota_tokens(40, 100), kBs, p);
   s.block_manager().fork(*parent, *c1);
   s.block_manager().fork(*parent, *c2);
-  s.add(std::move(c1));
-  s.add(std::move(c2));
+  s.add(c1);
+  s.add(c2);
   (void)s.postprocess(o, {7});
-  auto owned = s.finish(3, "abort");  // a waiting fork: its two shared blocks are released
-  ASSERT_TRUE(owned);
+  Sequence* aborted = s.finish(3, FinishReason::kAbort);  // a waiting fork: its shared blocks go
+  ASSERT_TRUE(aborted);
   EXPECT_EQ(s.block_manager().block(parent->block_table[0]).ref_count, 2);
   SchedulerOutput o2 = s.schedule();  // prefill-first: the waiting child's tail alone
   ASSERT_EQ(o2.seqs.size(), 1u);

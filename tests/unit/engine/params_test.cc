@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "engine/model_runner.h"
 #include "nanovllm/config.h"
 #include "nanovllm/sampling_params.h"
 #include "util/check.h"
@@ -113,6 +114,26 @@ TEST(Config, ValidateChecksEveryField) {
   EXPECT_THAT(with([](auto& c) { c.gpu_memory_utilization = 1.1f; }), HasSubstr("gpu_memory_utilization"));
   EXPECT_THAT(with([](auto& c) { c.num_kvcache_blocks = 0; }), HasSubstr("num_kvcache_blocks"));
   EXPECT_EQ(with([](auto& c) { c.num_kvcache_blocks = 5; }), "");
+}
+
+// The LM head's format: `auto` is int8 under int4 layers (docs/perf.md, "LM head"), else the
+// layers' scheme; an explicit value wins.
+TEST(Config, LmHeadQuantization) {
+  auto head = [](const std::string& layers, const std::string& h) {
+    Config c;
+    c.quantization = layers;
+    c.lm_head_quantization = h;
+    c.validate();
+    return ModelRunner::load_options(c).lm_head_quant.str();
+  };
+  EXPECT_EQ(head("none", "auto"), "none");
+  EXPECT_EQ(head("int8", "auto"), "int8");
+  EXPECT_EQ(head("int4", "auto"), "int8");
+  EXPECT_EQ(head("int4-g64-zp", "auto"), "int8");
+  EXPECT_EQ(head("int4", "none"), "none");
+  EXPECT_EQ(head("int4", "int4-g64"), "int4-g64");
+  EXPECT_EQ(head("none", "int8"), "int8");
+  EXPECT_THROW(head("int4", "int5"), Error);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace {
 
 using test::iota_tokens;
 using test::make_seq;
+using test::TestScheduler;
 using ::testing::HasSubstr;
 using V = std::vector<uint64_t>;
 
@@ -23,7 +24,7 @@ std::vector<uint64_t> ids(const std::deque<Sequence*>& q) {
 
 SchedulerConfig small_config(const std::string& policy, int blocks) {
   SchedulerConfig c;
-  c.policy = policy;
+  c.policy = parse_schedule_policy(policy);
   c.block_size = 16;
   c.num_kvcache_blocks = blocks;
   c.max_num_seqs = 8;
@@ -34,7 +35,7 @@ SchedulerConfig small_config(const std::string& policy, int blocks) {
 }
 
 // Runs postprocess with `tok` for every sampling sequence.
-std::vector<std::unique_ptr<Sequence>> feed(Scheduler& s, const SchedulerOutput& o, int tok) {
+std::vector<Sequence*> feed(Scheduler& s, const SchedulerOutput& o, int tok) {
   std::vector<int> toks;
   for (const auto& x : o.seqs)
     if (x.sample) toks.push_back(tok);
@@ -45,8 +46,8 @@ TEST(Scheduler, AddRejectsRequestsThatCanNeverRun) {
   SchedulerConfig c = small_config("prefill-first", 4);
   c.max_model_len = 100;
   c.max_num_batched_tokens = 40;
-  Scheduler s(c);
-  auto msg = [&](std::unique_ptr<Sequence> seq) -> std::string {
+  TestScheduler s(c);
+  auto msg = [&](std::shared_ptr<Sequence> seq) -> std::string {
     try {
       s.add(std::move(seq));
     } catch (const Error& e) {
@@ -64,7 +65,7 @@ TEST(Scheduler, AddRejectsRequestsThatCanNeverRun) {
   EXPECT_EQ(s.num_waiting(), 1u);
 
   SchedulerConfig m = small_config("mixed", 4);  // 64 cache tokens
-  Scheduler sm(m);
+  TestScheduler sm(m);
   try {
     sm.add(make_seq(5, iota_tokens(65, 0), 16));
     ADD_FAILURE() << "a prompt larger than the whole cache was accepted";
@@ -78,7 +79,7 @@ TEST(Scheduler, AddRejectsRequestsThatCanNeverRun) {
 TEST(Scheduler, PrefillFirstBudgetChargesOnlyUncachedTokens) {
   SchedulerConfig c = small_config("prefill-first", 32);
   c.max_num_batched_tokens = 64;
-  Scheduler s(c);
+  TestScheduler s(c);
   s.add(make_seq(1, iota_tokens(40, 0), 16));
   SchedulerOutput o = s.schedule();
   ASSERT_EQ(o.seqs.size(), 1u);
@@ -99,7 +100,7 @@ TEST(Scheduler, PrefixCachingCanBeDisabled) {
   for (bool enabled : {true, false}) {
     SchedulerConfig c = small_config("prefill-first", 32);
     c.enable_prefix_caching = enabled;
-    Scheduler s(c);
+    TestScheduler s(c);
     s.add(make_seq(1, iota_tokens(40, 0), 16));
     feed(s, s.schedule(), 3);
     s.add(make_seq(2, iota_tokens(40, 0), 16));
@@ -111,7 +112,7 @@ TEST(Scheduler, PrefixCachingCanBeDisabled) {
 }
 
 TEST(Scheduler, PreemptsYoungestFirstThenItselfToFrontOfWaiting) {
-  Scheduler s(small_config("prefill-first", 3));
+  TestScheduler s(small_config("prefill-first", 3));
   SamplingParams pa;
   pa.max_tokens = 2;
   s.add(make_seq(1, iota_tokens(16, 0), 16, pa));  // A
@@ -180,10 +181,10 @@ TEST(Scheduler, FinishingRules) {
       {"max_tokens", P([](auto& p) { p.max_tokens = 3; }), {1, 2, 3, 4}, 3, "length"},
   };
   for (const auto& tc : cases) {
-    Scheduler s(small_config("prefill-first", 8));
+    TestScheduler s(small_config("prefill-first", 8));
     s.add(make_seq(1, iota_tokens(5, 10), 16, tc.p));
     int steps = 0;
-    std::vector<std::unique_ptr<Sequence>> fin;
+    std::vector<Sequence*> fin;
     while (fin.empty() && steps < 20) {
       SchedulerOutput o = s.schedule();
       const int tok = tc.tokens[std::min<size_t>(static_cast<size_t>(steps), tc.tokens.size() - 1)];
@@ -193,7 +194,7 @@ TEST(Scheduler, FinishingRules) {
     ASSERT_EQ(fin.size(), 1u) << tc.name;
     EXPECT_EQ(steps, tc.expect_steps) << tc.name;
     EXPECT_EQ(fin[0]->num_completion_tokens(), tc.expect_steps) << tc.name;
-    EXPECT_EQ(fin[0]->finish_reason, tc.reason) << tc.name;
+    EXPECT_EQ(test::name(fin[0]->finish_reason), tc.reason) << tc.name;
     EXPECT_EQ(fin[0]->status, SequenceStatus::FINISHED) << tc.name;
     EXPECT_TRUE(fin[0]->block_table.empty()) << tc.name;
     EXPECT_TRUE(s.is_finished()) << tc.name;
@@ -204,46 +205,46 @@ TEST(Scheduler, FinishingRules) {
 TEST(Scheduler, MaxModelLenFinishesWithLength) {
   SchedulerConfig c = small_config("prefill-first", 8);
   c.max_model_len = 20;
-  Scheduler s(c);
+  TestScheduler s(c);
   SamplingParams p;
   p.max_tokens = 100;
   s.add(make_seq(1, iota_tokens(18, 10), 16, p));
-  std::vector<std::unique_ptr<Sequence>> fin;
+  std::vector<Sequence*> fin;
   int steps = 0;
   while (fin.empty()) {
     fin = feed(s, s.schedule(), 3);
     ASSERT_LT(++steps, 10);
   }
   EXPECT_EQ(fin[0]->size(), 20);
-  EXPECT_EQ(fin[0]->finish_reason, "length");
+  EXPECT_EQ(test::name(fin[0]->finish_reason), std::string("length"));
 }
 
 TEST(Scheduler, FinishAbortsWaitingAndRunningAndFreesBlocks) {
-  Scheduler s(small_config("prefill-first", 8));
+  TestScheduler s(small_config("prefill-first", 8));
   s.add(make_seq(1, iota_tokens(20, 0), 16));
   SchedulerOutput o = s.schedule();
   feed(s, o, 3);
   s.add(make_seq(2, iota_tokens(20, 100), 16));
   EXPECT_EQ(s.block_manager().num_used_blocks(), 2);
-  auto w = s.finish(2, "abort");
+  auto w = s.finish(2, FinishReason::kAbort);
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->finish_reason, "abort");
+  EXPECT_EQ(test::name(w->finish_reason), std::string("abort"));
   EXPECT_EQ(w->status, SequenceStatus::FINISHED);
   EXPECT_EQ(s.num_waiting(), 0u);
   // Abort a running sequence between schedule() and postprocess(): blocks freed at once and
   // postprocess skips it (its token is still consumed).
   s.add(make_seq(3, iota_tokens(4, 300), 16));
   o = s.schedule();  // prefill of 3
-  auto r = s.finish(1, "abort");
+  auto r = s.finish(1, FinishReason::kAbort);
   ASSERT_NE(r, nullptr);
   EXPECT_TRUE(r->block_table.empty());
   EXPECT_EQ(s.block_manager().num_used_blocks(), 1);
   o = s.schedule();  // decode of 3 only
   ASSERT_EQ(o.seqs.size(), 1u);
-  auto r3 = s.finish(3, "abort");
+  auto r3 = s.finish(3, FinishReason::kAbort);
   EXPECT_TRUE(feed(s, o, 5).empty());
   EXPECT_EQ(r3->num_completion_tokens(), 0);
-  EXPECT_EQ(s.finish(42, "abort"), nullptr);
+  EXPECT_EQ(s.finish(42, FinishReason::kAbort), nullptr);
   EXPECT_TRUE(s.is_finished());
   EXPECT_EQ(s.block_manager().num_used_blocks(), 0);
   s.block_manager().check_invariants();
@@ -252,7 +253,7 @@ TEST(Scheduler, FinishAbortsWaitingAndRunningAndFreesBlocks) {
 TEST(SchedulerMixed, LongPromptIsChunkedAndSamplesOnlyAtTheEnd) {
   SchedulerConfig c = small_config("mixed", 16);
   c.max_num_batched_tokens = 32;
-  Scheduler s(c);
+  TestScheduler s(c);
   s.add(make_seq(1, iota_tokens(100, 0), 16));
   const int chunks[4] = {32, 32, 32, 4};
   int cached = 0;
@@ -280,7 +281,7 @@ TEST(SchedulerMixed, LongPromptIsChunkedAndSamplesOnlyAtTheEnd) {
 TEST(SchedulerMixed, DecodeFirstThenChunksWithinBudget) {
   SchedulerConfig c = small_config("mixed", 32);
   c.max_num_batched_tokens = 32;
-  Scheduler s(c);
+  TestScheduler s(c);
   s.add(make_seq(1, iota_tokens(10, 0), 16));
   s.add(make_seq(2, iota_tokens(10, 100), 16));
   SchedulerOutput o = s.schedule();
@@ -319,7 +320,7 @@ TEST(SchedulerMixed, DecodeFirstThenChunksWithinBudget) {
 TEST(SchedulerMixed, ChunkedPrefillPublishesOnlyComputedBlocks) {
   SchedulerConfig c = small_config("mixed", 32);
   c.max_num_batched_tokens = 24;
-  Scheduler s(c);
+  TestScheduler s(c);
   s.add(make_seq(1, iota_tokens(80, 0), 16));
   SchedulerOutput o = s.schedule();  // tokens [0, 24): block 0 full, block 1 partly
   feed(s, o, 5);
@@ -347,7 +348,7 @@ TEST(SchedulerMixed, ChunkedPrefillPublishesOnlyComputedBlocks) {
 }
 
 TEST(SchedulerMixed, PreemptsFromTailWhenDecodeNeedsABlock) {
-  Scheduler s(small_config("mixed", 3));
+  TestScheduler s(small_config("mixed", 3));
   for (uint64_t id = 1; id <= 3; ++id) s.add(make_seq(id, iota_tokens(16, 100 * id), 16));
   SchedulerOutput o = s.schedule();
   ASSERT_EQ(o.seqs.size(), 3u);
@@ -370,7 +371,7 @@ TEST(Scheduler, RandomWorkloadDrainsUnderBothPolicies) {
     c.max_num_batched_tokens = 128;
     c.max_num_seqs = 6;
     c.max_model_len = 128;
-    Scheduler s(c);
+    TestScheduler s(c);
     std::mt19937 rng(7);
     std::map<uint64_t, int> expect_len;
     for (uint64_t id = 1; id <= 40; ++id) {

@@ -30,7 +30,7 @@ TEST(SchedulerWalkthrough, TenSequencesMaxBatchSeven) {
   cfg.num_kvcache_blocks = 8;
   cfg.block_size = 16;
   cfg.eos_token_ids = {0};
-  Scheduler sched(cfg);
+  test::TestScheduler sched(cfg);
   for (uint64_t id = 1; id <= 10; ++id) {
     SamplingParams p;
     p.max_tokens = (id == 1 || id == 4) ? 5 : 100;
@@ -71,7 +71,7 @@ TEST(SchedulerWalkthrough, TenSequencesMaxBatchSeven) {
       ASSERT_EQ(fin.size(), 2u);
       EXPECT_EQ(fin[0]->seq_id, 1u);
       EXPECT_EQ(fin[1]->seq_id, 4u);
-      EXPECT_EQ(fin[0]->finish_reason, "length");
+      EXPECT_EQ(test::name(fin[0]->finish_reason), std::string("length"));
       EXPECT_EQ(fin[0]->num_completion_tokens(), 5);
       EXPECT_EQ(ids(sched.running()), (V{2, 3, 5, 6, 7}));
       EXPECT_EQ(sched.block_manager().num_free_blocks(), 3);

@@ -1,8 +1,10 @@
 // Small helpers shared by the engine unit tests.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "nanovllm/sampling_params.h"
 
@@ -14,9 +16,34 @@ inline std::vector<int> iota_tokens(int n, int start) {
   return v;
 }
 
-inline std::unique_ptr<Sequence> make_seq(uint64_t id, std::vector<int> prompt, int block_size,
-                                          SamplingParams p = {}) {
-  return std::make_unique<Sequence>(id, std::move(prompt), p, block_size);
+// In the engine a Request owns a sequence and the SamplingParams it views; here the shared_ptr
+// (which points at the sequence) owns both.
+struct SeqOwner {
+  SamplingParams params;
+  Sequence seq;
+  SeqOwner(uint64_t id, std::vector<int> prompt, int block_size, const SamplingParams& p)
+      : params(p), seq(id, std::move(prompt), params, block_size) {}
+};
+inline std::shared_ptr<Sequence> make_seq(uint64_t id, std::vector<int> prompt, int block_size,
+                                          const SamplingParams& p = {}) {
+  auto owner = std::make_shared<SeqOwner>(id, std::move(prompt), block_size, p);
+  return std::shared_ptr<Sequence>(owner, &owner->seq);
 }
+
+// The scheduler does not own sequences (the engine's requests do): this one keeps the
+// sequences added to it alive for the test.
+class TestScheduler : public Scheduler {
+ public:
+  using Scheduler::Scheduler;
+  void add(std::shared_ptr<Sequence> seq) {
+    Scheduler::add(seq.get());  // throws before keeping it when rejected
+    owned_.push_back(std::move(seq));
+  }
+
+ private:
+  std::vector<std::shared_ptr<Sequence>> owned_;
+};
+
+inline const char* name(FinishReason r) { return finish_reason_name(r); }
 
 }  // namespace nanovllm::test

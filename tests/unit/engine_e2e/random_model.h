@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "loader/make_model.h"
+#include "testing/make_model.h"
 
 namespace nanovllm {
 

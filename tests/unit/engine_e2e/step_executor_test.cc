@@ -6,8 +6,9 @@
 
 #include "engine/model_runner.h"
 #include "engine/stats_json.h"
+#include "kernels/backend_factory.h"
 #include "kernels/eager_executor.h"
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 #include "models/decoder.h"
 #include "nanovllm/llm.h"
 #include "random_model.h"

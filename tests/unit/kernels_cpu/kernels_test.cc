@@ -9,40 +9,18 @@
 #include <limits>
 #include <random>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_gemm.h"
+#include "kernels/cpu/simd.h"
 #include "util/cpu_features.h"
+#include "kernel_test_util.h"
 
 using namespace nanovllm;
 
-namespace {
-
-std::mt19937 rng(12345);
-
-Tensor rand_tensor(const Shape& s, DType dt, float scale = 1.f) {
-  Tensor t = Tensor::empty(s, dt);
-  std::normal_distribution<float> nd(0.f, scale);
-  std::vector<float> v(size_t(t.numel()));
-  for (auto& x : v) x = nd(rng);
-  convert_f32_to(v.data(), t.raw(), dt, t.numel());
-  return t;
-}
-void poison(Tensor& t) {
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::numeric_limits<float>::quiet_NaN();
-}
-double max_rel_err(const std::vector<double>& ref, const float* got) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(got[i])) return INFINITY;
-    num = std::max(num, std::abs(ref[i] - got[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return num / den;
-}
-
-}  // namespace
+using test::max_rel_err;
+using test::poison;
+using test::rand_tensor;
 
 class LinearTest : public ::testing::TestWithParam<std::tuple<int, DType, int>> {};
 
@@ -146,4 +124,31 @@ TEST(CpuBackend, ToDeviceCopiesLargeWeightsIntoArena) {
   EXPECT_EQ(std::memcmp(big2.raw(), big.raw(), big.nbytes()), 0);
   EXPECT_GE(static_cast<char*>(big2.raw()) - static_cast<char*>(big_d.raw()),
             static_cast<ptrdiff_t>(big.nbytes()));
+}
+
+// The vectorized f32 -> bf16 row conversion (bf16 KV cache stores) equals the scalar one,
+// including ties, NaN, infinities, denormals and the vector tail.
+TEST(Bf16, RowConversionMatchesScalar) {
+  std::vector<float> v = {1.f, -2.5f, 3.14159f, 1e-40f, -0.f, INFINITY, -INFINITY, NAN,
+                          65504.f, 1.00390625f, 1.01171875f, 3.4e38f};
+  for (int i = 0; i < 37; ++i) v.push_back(float(i) * 0.3721f - 5.f);
+  std::vector<uint16_t> got(v.size());
+  cpu::f32_to_bf16_row(v.data(), got.data(), int64_t(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(got[i], f32_to_bf16(v[i])) << i << " " << v[i];
+}
+
+// SiLU-and-mul's vectorized exp at the extremes: e^-v overflows for v << 0 (silu -> -0) and
+// underflows for v >> 0 (silu -> v); f64 reference.
+TEST(Elementwise, SiluAndMulExtremes) {
+  auto be = make_cpu_backend(1);
+  std::vector<float> g = {-200.f, -90.f, -87.5f, -20.f, -1.f, -1e-6f, 0.f, 1e-6f, 0.5f, 3.f,
+                          20.f, 88.f, 200.f, -3.3f, 7.7f, 1.f, 2.f, -2.f};
+  const int64_t I = int64_t(g.size());
+  Tensor gu = Tensor::empty({1, 2 * I}, DType::F32), out = Tensor::empty({1, I}, DType::F32);
+  for (int64_t i = 0; i < I; ++i) gu.data<float>()[i] = g[size_t(i)], gu.data<float>()[I + i] = 1.5f;
+  be->silu_and_mul(gu, out);
+  for (int64_t i = 0; i < I; ++i) {
+    const double v = g[size_t(i)], want = v / (1.0 + std::exp(-v)) * 1.5;
+    EXPECT_NEAR(out.data<float>()[i], want, 1e-6 * std::max(1.0, std::abs(want))) << "g = " << v;
+  }
 }

@@ -7,7 +7,9 @@
 #include <limits>
 
 #include "loader/finite_check.h"
-#include "loader/safetensors.h"
+#include "loader/safetensors_writer.h"
+#include "loader/tensor_ops.h"
+#include "loader/weight_store.h"
 #include "test_util.h"
 
 namespace nanovllm {

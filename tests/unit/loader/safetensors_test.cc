@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/safetensors.h"
+#include "loader/safetensors_writer.h"
 #include "test_util.h"
 
 namespace nanovllm {

@@ -1,7 +1,7 @@
 // concat_rows / shard_dim / to_dtype: element-by-element against index arithmetic.
 #include <gtest/gtest.h>
 
-#include "loader/safetensors.h"
+#include "loader/tensor_ops.h"
 #include "test_util.h"
 
 namespace nanovllm {

@@ -3,7 +3,8 @@
 
 #include <cstring>
 
-#include "loader/safetensors.h"
+#include "loader/safetensors_writer.h"
+#include "loader/weight_store.h"
 #include "test_util.h"
 
 namespace nanovllm {

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
 
 namespace nanovllm::samplertest {
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "loader/make_model.h"
 #include "nanovllm/llm.h"
+#include "testing/make_model.h"
 
 namespace nanovllm::server::test_support {
 

@@ -5,6 +5,7 @@
 
 #include "structured/grammar_cache.h"
 #include "structured/json_schema.h"
+#include "tokenizer/incremental.h"
 #include "test_util.h"
 
 namespace nanovllm::structured {

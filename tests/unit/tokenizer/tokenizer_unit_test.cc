@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/incremental.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "util/check.h"

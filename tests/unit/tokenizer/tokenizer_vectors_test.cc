@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tokenizer/incremental.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nanovllm {

@@ -139,6 +139,9 @@ TEST(ConfigJson, RoundTripsEveryField) {
   c.policy = "mixed";
   c.enable_prefix_caching = false;
   c.num_threads = 3;
+  c.quantization = "int4";
+  c.lm_head_quantization = "none";
+  c.kv_cache_dtype = "bf16";
   c.max_waiting = 11;
   c.allow_nonfinite_weights = true;
   c.trace_path = "/t.json";

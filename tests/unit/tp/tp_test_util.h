@@ -8,9 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "loader/make_model.h"
-#include "loader/safetensors.h"
+#include "loader/safetensors_writer.h"
+#include "loader/weight_store.h"
 #include "nanovllm/config.h"
+#include "testing/make_model.h"
 
 namespace nanovllm::tp_test {
 

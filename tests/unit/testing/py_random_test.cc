@@ -17,7 +17,7 @@
 #include <numeric>
 
 #include "util/check.h"
-#include "util/py_random.h"
+#include "testing/py_random.h"
 
 namespace nanovllm {
 namespace {

@@ -3,7 +3,7 @@
 // Determinism: every tensor is split into fixed chunks of kChunk elements; chunk c of tensor
 // `name` draws from its own generator seeded by mix(seed, hash(name), c). Threads only decide
 // who computes which chunk, so the bytes do not depend on the thread count or timing.
-#include "loader/make_model.h"
+#include "testing/make_model.h"
 
 #include <unistd.h>
 
@@ -14,8 +14,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "loader/random_normal.h"
 #include "loader/safetensors_writer.h"
+#include "testing/random_normal.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 #include "util/tensor.h"
@@ -188,7 +188,7 @@ std::string find_npm_tokenizer_dir(const std::string& arch) {
       roots.push_back(d / "third_party/npm/node_modules");
       if (d == d.parent_path()) break;
     }
-  // This file is src/loader/make_model.cc of the source tree (CMake passes absolute paths).
+  // This file is src/testing/make_model.cc of the source tree (CMake passes absolute paths).
   fs::path here(__FILE__);
   if (here.is_absolute())
     roots.push_back(here.parent_path().parent_path().parent_path() / "third_party/npm/node_modules");

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "loader/random_normal.h"
+#include "testing/random_normal.h"
 
 namespace nanovllm {
 namespace {

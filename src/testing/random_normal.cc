@@ -1,4 +1,4 @@
-#include "loader/random_normal.h"
+#include "testing/random_normal.h"
 
 #include <algorithm>
 #include <bit>

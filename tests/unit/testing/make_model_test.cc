@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "loader/make_model.h"
-#include "loader/safetensors.h"
+#include "../loader/test_util.h"  // TempDir, expect_error
+#include "loader/weight_store.h"
 #include "models/model_config.h"
-#include "test_util.h"
+#include "testing/make_model.h"
 
 namespace nanovllm {
 namespace {

@@ -1,4 +1,6 @@
-#include "layers/linear.h"
+#include "loader/tp_slice.h"
+
+#include "loader/tensor_ops.h"
 
 #include <algorithm>
 #include <cstring>

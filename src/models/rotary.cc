@@ -1,4 +1,4 @@
-#include "layers/rotary.h"
+#include "models/rotary.h"
 
 #include <cmath>
 

@@ -1,8 +1,8 @@
-// Validation of the public configuration structs (declared in include/nanovllm/*.h).
+// SamplingParams::validate (include/nanovllm/sampling_params.h).
+#include "nanovllm/sampling_params.h"
+
 #include <cmath>
 
-#include "nanovllm/config.h"
-#include "nanovllm/sampling_params.h"
 #include "util/check.h"
 
 namespace nanovllm {
@@ -38,28 +38,6 @@ void SamplingParams::validate() const {
     NV_THROW("structured_outputs: give only one of json, regex, choice, json_object, tools");
   if (!so.tool_name.empty() && so.tools.empty())
     NV_THROW("structured_outputs.tool_name '", so.tool_name, "' needs structured_outputs.tools");
-}
-
-void Config::validate() const {
-  if (kvcache_block_size <= 0 || kvcache_block_size % 16 != 0)
-    NV_THROW("kvcache_block_size must be a positive multiple of 16, got ", kvcache_block_size);
-  if (max_num_seqs < 1) NV_THROW("max_num_seqs must be >= 1, got ", max_num_seqs);
-  if (max_num_batched_tokens < 1)
-    NV_THROW("max_num_batched_tokens must be >= 1, got ", max_num_batched_tokens);
-  if (max_model_len < 1) NV_THROW("max_model_len must be >= 1, got ", max_model_len);
-  if (tensor_parallel_size < 1)
-    NV_THROW("tensor_parallel_size must be >= 1, got ", tensor_parallel_size);
-  if (!(dist_timeout_s > 0)) NV_THROW("dist_timeout_s must be > 0, got ", dist_timeout_s);
-  if (policy != "prefill-first" && policy != "mixed")
-    NV_THROW("policy must be prefill-first or mixed, got '", policy, "'");
-  if (device != "auto" && device != "cpu" && device != "cuda")
-    NV_THROW("device must be auto, cpu or cuda, got '", device, "'");
-  if (!(gpu_memory_utilization > 0.f && gpu_memory_utilization <= 1.f))
-    NV_THROW("gpu_memory_utilization must be in (0, 1], got ", gpu_memory_utilization);
-  if (num_kvcache_blocks != -1 && num_kvcache_blocks < 1)
-    NV_THROW("num_kvcache_blocks must be -1 (auto) or >= 1, got ", num_kvcache_blocks);
-  if (num_threads < 0) NV_THROW("num_threads (--threads) must be >= 0 (0: all cores), got ", num_threads);
-  if (max_waiting < 0) NV_THROW("max_waiting must be >= 0 (0: unbounded), got ", max_waiting);
 }
 
 }  // namespace nanovllm

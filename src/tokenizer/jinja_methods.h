@@ -1,5 +1,7 @@
-// Jinja builtins: filters, tests, Python str/dict/list methods and global functions, with the
-// behaviour of jinja2 3.1 + Python 3 (and transformers' tojson/raise_exception/strftime_now).
+// The Python object model the Jinja interpreter needs: str/dict/list methods, global functions,
+// attribute/item access, slicing, `in`, iteration, and the template errors; behaviour of
+// jinja2 3.1 + Python 3 (and transformers' raise_exception/strftime_now). Filters and tests are
+// in jinja_filters.h.
 #pragma once
 #include <string>
 
@@ -24,13 +26,6 @@ class TemplateError : public Error {
 // Throws the UndefinedError jinja2 raises when an undefined value is used.
 [[noreturn]] void fail_undefined(const Value& v);
 
-// {{ x | name(args) }}. Throws for unknown filters.
-Value apply_filter(const std::string& name, const Value& subject, CallArgs& args);
-// {{ x is name(args) }}. Throws for unknown tests.
-bool apply_test(const std::string& name, const Value& subject, CallArgs& args);
-// Whether a filter/test of that name exists (the parser rejects unknown ones, like jinja2).
-bool is_known_filter(const std::string& name);
-bool is_known_test(const std::string& name);
 // obj.name(args) for str/dict/list methods. Returns false when obj has no such method.
 bool call_method(const Value& obj, const std::string& name, CallArgs& args, Value& result);
 bool has_method(const Value& obj, const std::string& name);

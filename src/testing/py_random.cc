@@ -1,4 +1,4 @@
-#include "util/py_random.h"
+#include "testing/py_random.h"
 
 #include <bit>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/safetensors.h"
+#include "loader/weight_store.h"
 
 namespace nanovllm {
 

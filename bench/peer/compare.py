@@ -1,0 +1,188 @@
+#!/usr/bin/python3
+"""One-command peer comparison (issue 16): nanovllm against llama.cpp on the same random
+Qwen3-shaped weights, on the CPU, runs alternated, medians, ratios from the same run.
+
+    /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3] [--threads 2]
+                                           [--workloads decode1,prefill512,b4,b64] [--json OUT]
+
+What it does (everything third-party goes to the ignored cache folder .cache/peer/, or
+$NANOVLLM_PEER_CACHE; nothing of it enters the repository):
+  1. llama.cpp: `npm pack node-llama-cpp@3.22.1` (npm registry), whose llama/gitRelease.bundle is a
+     git bundle of llama.cpp; clone it and build llama-bench, llama-batched-bench and
+     llama-quantize (CMake, Release, GGML_NATIVE). Skipped when already built.
+  2. The model: `nanovllm make-model --arch qwen3 --preset P --dtype bf16 --seed 0` (with the
+     Qwen3 tokenizer), converted to GGUF bf16 by hf_to_gguf.py (llama.cpp's gguf-py + Debian's
+     numpy, no torch), then llama-quantize to Q8_0 and Q4_0.
+  3. Workloads, each engine/format in turn per round (the machine's speed drifts: alternation
+     and same-run ratios are what count):
+       decode1     batch-1 decode, 128 tokens     llama-bench -p 0 -n 128      | nanovllm bench 1 x (4 + 128)
+       prefill512  one 512-token prompt            llama-bench -p 512 -n 0      | nanovllm bench 1 x (512 + 1)
+       b4, b64     128 + 128 tokens, B sequences   llama-batched-bench -npp 128 -ntg 128 -npl B (S_TG)
+                                                   | nanovllm bench B x (128 + 128) decode tok/s
+  4. Prints the table (tok/s, medians over rounds) and the ratios; `uptime` load before/after.
+Not a test: nothing here runs in `make test`."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CACHE = os.environ.get("NANOVLLM_PEER_CACHE", os.path.join(ROOT, ".cache", "peer"))
+NPM_PKG = "node-llama-cpp@3.22.1"
+LLAMA = os.path.join(CACHE, "llama.cpp")
+LLAMA_BIN = os.path.join(LLAMA, "build", "bin")
+TARGETS = ["llama-bench", "llama-batched-bench", "llama-quantize"]
+OURS = {"bf16": [], "int8": ["--quantization", "int8"], "int4": ["--quantization", "int4"]}
+PEER = {"bf16": "bf16", "Q8_0": "q8_0", "Q4_0": "q4_0"}
+WORKLOADS = {"decode1": "batch-1 decode tok/s", "prefill512": "prefill, 512-token prompt, tok/s",
+             "b4": "128+128, B=4, decode tok/s", "b64": "128+128, B=64, decode tok/s"}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    log("+ " + " ".join(map(str, cmd)))
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def out(cmd, timeout=3600):
+    p = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise SystemExit(f"`{' '.join(map(str, cmd))}` exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return p.stdout + p.stderr
+
+
+def uptime():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
+def ensure_llama():
+    if all(os.path.exists(os.path.join(LLAMA_BIN, t)) for t in TARGETS):
+        return
+    os.makedirs(CACHE, exist_ok=True)
+    bundle = os.path.join(CACHE, "package", "llama", "gitRelease.bundle")
+    if not os.path.exists(bundle):
+        tgz = os.path.join(CACHE, "node-llama-cpp-3.22.1.tgz")
+        if not os.path.exists(tgz):
+            run(["npm", "pack", NPM_PKG], cwd=CACHE)
+        with tarfile.open(tgz) as t:
+            t.extract("package/llama/gitRelease.bundle", CACHE)
+    if not os.path.isdir(os.path.join(LLAMA, ".git")):
+        run(["git", "clone", "-q", bundle, LLAMA])
+    run(["cmake", "-S", LLAMA, "-B", os.path.join(LLAMA, "build"), "-G", "Ninja",
+         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_TESTS=OFF",
+         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
+         "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF"], stdout=subprocess.DEVNULL)
+    run(["ninja", "-C", os.path.join(LLAMA, "build")] + TARGETS)
+
+
+def ensure_models(nanovllm, preset):
+    mdir = os.path.join(CACHE, "models", preset)
+    if not os.path.exists(os.path.join(mdir, "config.json")):
+        env = dict(os.environ, NANOVLLM_SOURCE_DIR=ROOT)
+        run([nanovllm, "make-model", "--arch", "qwen3", "--preset", preset, "--dtype", "bf16",
+             "--seed", "0", "--out", mdir], env=env)
+    if not os.path.exists(os.path.join(mdir, "tokenizer.json")):
+        raise SystemExit(f"{mdir} has no tokenizer.json (llama.cpp needs a vocabulary): run "
+                         "`make deps` for the npm tokenizer packages, delete the folder, retry")
+    ggufs = {}
+    bf16 = os.path.join(CACHE, "models", f"{preset}-bf16.gguf")
+    if not os.path.exists(bf16):
+        env = dict(os.environ, PYTHONPATH=os.path.join(LLAMA, "gguf-py"))
+        run(["/usr/bin/python3", os.path.join(ROOT, "bench", "peer", "hf_to_gguf.py"), mdir, bf16],
+            env=env)
+    ggufs["bf16"] = bf16
+    for name, q in (("Q8_0", "q8_0"), ("Q4_0", "q4_0")):
+        path = os.path.join(CACHE, "models", f"{preset}-{q}.gguf")
+        if not os.path.exists(path):
+            run([os.path.join(LLAMA_BIN, "llama-quantize"), bf16, path, name],
+                stdout=subprocess.DEVNULL)
+        ggufs[name] = path
+    return mdir, ggufs
+
+
+def ours(nanovllm, mdir, flags, workload, threads):
+    shape = {"decode1": (1, 4, 128), "prefill512": (1, 512, 1), "b4": (4, 128, 128),
+             "b64": (64, 128, 128)}[workload]
+    n, pin, pout = shape
+    cmd = [nanovllm, "bench", "--model", mdir, "--num-seqs", n, "--min-input-len", pin,
+           "--max-input-len", pin, "--min-output-len", pout, "--max-output-len", pout, "--json",
+           "--no-progress", "--threads", threads] + flags
+    j = json.loads([ln for ln in out(cmd).splitlines() if ln.startswith("{")][-1])
+    return j["prefill_tokens_per_s"] if workload == "prefill512" else j["decode_tokens_per_s"]
+
+
+def peer(gguf, workload, threads):
+    if workload in ("decode1", "prefill512"):
+        pn = ["-p", "0", "-n", "128"] if workload == "decode1" else ["-p", "512", "-n", "0"]
+        text = out([os.path.join(LLAMA_BIN, "llama-bench"), "-m", gguf, "-t", threads, "-r", "1",
+                    "-o", "json"] + pn)
+        start = text.index("[")
+        return json.loads(text[start:text.rindex("]") + 1])[0]["avg_ts"]
+    b = 4 if workload == "b4" else 64
+    text = out([os.path.join(LLAMA_BIN, "llama-batched-bench"), "-m", gguf, "-t", threads,
+                "-tb", threads, "-c", str(b * 256 + 256), "-b", "2048", "-ub", "512", "-npp", "128",
+                "-ntg", "128", "-npl", str(b), "--output-format", "jsonl"])
+    rows = [json.loads(ln) for ln in text.splitlines() if ln.startswith("{")]
+    return rows[-1]["speed_tg"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="qwen3-0.6b")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--nanovllm", default=os.path.join(ROOT, "build", "nanovllm"))
+    ap.add_argument("--json", help="also write the raw numbers here")
+    a = ap.parse_args()
+    workloads = a.workloads.split(",")
+    for w in workloads:
+        if w not in WORKLOADS:
+            raise SystemExit(f"unknown workload {w!r} (expected {', '.join(WORKLOADS)})")
+    if not os.path.exists(a.nanovllm):
+        raise SystemExit(f"{a.nanovllm} not found: build nanovllm first")
+    ensure_llama()
+    mdir, ggufs = ensure_models(a.nanovllm, a.preset)
+    load0 = uptime()
+    t0 = time.time()
+    res = {w: {} for w in workloads}  # workload -> engine label -> [tok/s per round]
+    for r in range(a.rounds):
+        for w in workloads:
+            for fmt, flags in OURS.items():
+                res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, mdir, flags, w, a.threads))
+            for fmt in PEER:
+                res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads))
+            log(f"round {r + 1}/{a.rounds} {w}: " + ", ".join(
+                f"{k} {v[-1]:.1f}" for k, v in res[w].items()))
+    load1 = uptime()
+    med = {w: {k: statistics.median(v) for k, v in d.items()} for w, d in res.items()}
+    cols = [f"nanovllm {f}" for f in OURS] + [f"llama.cpp {f}" for f in PEER]
+    print(f"\nmodel: random {a.preset} (bf16 weights, GGUF converted); threads {a.threads}; "
+          f"{a.rounds} rounds alternated, medians; load (1/5/15 min) before {' '.join(load0)}, "
+          f"after {' '.join(load1)}; {time.time() - t0:.0f} s\n")
+    print("| workload | " + " | ".join(cols) + " | int4 / Q4_0 | int8 / Q8_0 | bf16 / bf16 | best / best |")
+    print("|---" * (len(cols) + 5) + "|")
+    for w in workloads:
+        m = med[w]
+        best_ours = max(m[c] for c in cols if c.startswith("nanovllm"))
+        best_peer = max(m[c] for c in cols if c.startswith("llama.cpp"))
+        ratios = [m["nanovllm int4"] / m["llama.cpp Q4_0"], m["nanovllm int8"] / m["llama.cpp Q8_0"],
+                  m["nanovllm bf16"] / m["llama.cpp bf16"], best_ours / best_peer]
+        print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " +
+              " | ".join(f"{x:.2f}x" for x in ratios) + " |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"preset": a.preset, "threads": a.threads, "rounds": a.rounds, "load_before": load0,
+                       "load_after": load1, "runs": res, "medians": med}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+// The CPU linear layer by weight format on Qwen3-0.6B's MLP shape (gate_up: N = 6144,
+// K = 1024, and down: N = 1024, K = 3072): bf16 (the default paths: streaming kernel below 16
+// rows, oneDNN from 16) against int8 and the int4 variants, at M = 1, 4, 16, 64, 512.
+// The formats run interleaved round by round (the machine's speed drifts), each shape gets the
+// median of the rounds. Small M is reported as GB/s of weight bytes (bandwidth-bound), larger M
+// as GFLOP/s (2 M N K per call). Weights are ~24 MB per format set, so they are read from DRAM
+// (the L3 of a shared VM is not ours to count on).
+// --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
+// loaded machine's descheduling does not count (it still shares caches and the memory bus).
+// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+#include "kernels/cpu/qgemm.h"
+#include "util/tensor.h"
+
+using namespace nanovllm;
+using clk = std::chrono::steady_clock;
+
+int main(int argc, char** argv) {
+  int rounds = 7, threads = 0;
+  bool json = false, cpu_time = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--cpu-time")) cpu_time = true;
+    else {
+      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]\n");
+      return 2;
+    }
+  }
+  if (cpu_time && threads != 1) {
+    std::fprintf(stderr, "error: --cpu-time needs --threads 1 (it times the calling thread)\n");
+    return 2;
+  }
+  auto now = [cpu_time] {
+    if (!cpu_time) return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+  };
+  auto be = make_cpu_backend(threads);
+  const std::vector<std::string> formats = {"bf16", "int8", "int4-g32", "int4-g64", "int4-g32-zp",
+                                            "int4-g64-zp"};
+  struct Shape { const char* name; int64_t N, K; };
+  const std::vector<Shape> shapes = {{"gate_up", 6144, 1024}, {"down", 1024, 3072}};
+  const std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 0.02f);
+  // Four copies of each weight, used in turn, so consecutive calls do not hit the same cache.
+  constexpr int kCopies = 4;
+  std::vector<std::vector<std::vector<LinearWeight>>> w(shapes.size());  // [shape][format][copy]
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    for (const auto& f : formats) {
+      std::vector<LinearWeight> copies;
+      for (int c = 0; c < kCopies; ++c) {
+        Tensor host = Tensor::empty({shapes[s].N, shapes[s].K}, DType::BF16);
+        std::vector<float> v(size_t(host.numel()));
+        for (auto& x : v) x = nd(rng);
+        convert_f32_to(v.data(), host.raw(), DType::BF16, host.numel());
+        copies.push_back(be->prepare_linear(host, parse_quant_scheme(f == "bf16" ? "none" : f)));
+      }
+      w[s].push_back(copies);
+    }
+  }
+  nlohmann::json out;
+  out["threads"] = threads;
+  out["cpu_time"] = cpu_time;
+  out["quantized_isa"] = cpu::quantized_isa();
+  if (!json) std::printf("quantized kernels: %s\n", cpu::quantized_isa());
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    const auto& sh = shapes[s];
+    for (int64_t M : Ms) {
+      Tensor x = Tensor::empty({M, sh.K}, DType::F32), y = Tensor::empty({M, sh.N}, DType::F32);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = nd(rng) * 50.f;
+      // Calls per timing: about 40 MFLOP or 4 weight passes, whichever is more.
+      const int calls = int(std::max<int64_t>(4, 40'000'000 / (2 * M * sh.N * sh.K)));
+      std::vector<std::vector<double>> secs(formats.size());
+      for (int r = 0; r < rounds; ++r)
+        for (size_t f = 0; f < formats.size(); ++f) {
+          be->linear(x, w[s][f][0], nullptr, y);  // warm (plans, buffers)
+          const double t0 = now();
+          for (int c = 0; c < calls; ++c) be->linear(x, w[s][f][size_t(c % kCopies)], nullptr, y);
+          secs[f].push_back((now() - t0) / calls);
+        }
+      nlohmann::json row;
+      if (!json) std::printf("%-8s M=%-4ld", sh.name, long(M));
+      for (size_t f = 0; f < formats.size(); ++f) {
+        std::sort(secs[f].begin(), secs[f].end());
+        const double t = secs[f][secs[f].size() / 2];
+        const double gflops = 2.0 * double(M) * sh.N * sh.K / t / 1e9;
+        const double gbs = double(w[s][f][0].nbytes()) / t / 1e9;
+        row[formats[f]] = {{"us", t * 1e6}, {"gflops", gflops}, {"weight_gb_s", gbs}};
+        if (!json) {
+          if (M <= 4) std::printf("  %s %5.1f GB/s", formats[f].c_str(), gbs);
+          else std::printf("  %s %5.0f GF/s", formats[f].c_str(), gflops);
+        }
+      }
+      if (!json) std::printf("\n");
+      out[std::string(sh.name) + "_M" + std::to_string(M)] = row;
+    }
+  }
+  if (json) std::printf("%s\n", out.dump().c_str());
+  return 0;
+}

@@ -1,0 +1,180 @@
+#include "kernels/cpu/qgemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/quant_act.h"
+#include "kernels/cpu/qgemm_kernels.h"
+#include "util/cpu_features.h"
+
+namespace nanovllm::cpu {
+
+namespace {
+
+enum class QIsa { Scalar, Avx2, AvxVnni, Avx512Vnni };
+
+QIsa qisa() {
+  static const QIsa isa = [] {
+    const CpuFeatures& f = cpu_features();
+    const bool avx2 = f.avx2 && f.fma && f.f16c;
+    if (avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni) return QIsa::Avx512Vnni;
+    if (avx2 && f.avx_vnni) return QIsa::AvxVnni;
+    if (avx2) return QIsa::Avx2;
+    return QIsa::Scalar;
+  }();
+  return isa;
+}
+
+constexpr int64_t kTileBlocks = 2;                  // 16-row blocks per tile (reused from L1/L2)
+constexpr int64_t kMinChunkMacs = int64_t(1) << 17;  // as gemm.cc: tiny linears stay serial
+
+QWeightView view_of(const QuantizedWeight& w) {
+  QWeightView v;
+  v.kind = w.scheme.kind;
+  v.group = w.scheme.group;
+  v.zero_points = w.scheme.zero_points;
+  v.N = w.N;
+  v.Kp = w.Kp;
+  v.block_bytes = w.block_bytes;
+  v.data = w.data.data<uint8_t>();
+  if (w.scheme.kind == QuantKind::Int8) {
+    v.scales = w.scales.data<float>();
+    v.row_sums = w.row_sums.data<int32_t>();
+  }
+  return v;
+}
+
+// Per-call activation buffers (thread_local: the pool's caller quantizes, workers read).
+struct ActBuffers {
+  std::vector<uint8_t> x;
+  std::vector<float> sx, gsumf;
+  std::vector<int32_t> gsum8;
+};
+
+// x [M, K] f32 -> x8 per row (natural order, K zero-padded to Kp), scales, int4 group sums.
+QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
+                           bool offset128, ActBuffers& b, ThreadPool& pool) {
+  const int64_t Kp = w.Kp;
+  const bool int4 = w.kind == QuantKind::Int4;
+  const bool offset = offset128 && !int4;  // int4 takes signed activations
+  const int g = w.group;
+  const int64_t ng = int4 ? Kp / g : 0;
+  b.x.resize(size_t(M * Kp));
+  b.sx.resize(size_t(M));
+  if (int4 && !w.zero_points) b.gsum8.resize(size_t(M * ng));
+  if (int4 && w.zero_points) b.gsumf.resize(size_t(M * ng));
+  pool.parallel_for(M, [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      uint8_t* dst = b.x.data() + m * Kp;
+      b.sx[size_t(m)] = quantize_row_s8(x + m * K, K, dst, offset);
+      std::fill(dst + K, dst + Kp, uint8_t(offset ? 128 : 0));
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const int8_t* src = reinterpret_cast<const int8_t*>(dst) + gi * g;
+        int32_t sum = 0;
+        for (int e = 0; e < g; ++e) sum += src[e];
+        if (w.zero_points) b.gsumf[size_t(m * ng + gi)] = float(sum);
+        else b.gsum8[size_t(m * ng + gi)] = 8 * sum;
+      }
+    }
+  }, grain_for_work(K, int64_t(1) << 14));
+  QActs a;
+  a.x = b.x.data();
+  a.Kp = Kp;
+  a.offset128 = offset;
+  a.sx = b.sx.data();
+  a.gsum8 = int4 && !w.zero_points ? b.gsum8.data() : nullptr;
+  a.gsumf = int4 && w.zero_points ? b.gsumf.data() : nullptr;
+  return a;
+}
+
+}  // namespace
+
+// The scalar reference: the same integer dots and per-group f32 scaling as the SIMD kernels
+// (signed activations, no 128 offset), one row of a block at a time.
+void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
+                  int64_t ldo) {
+  const int64_t Kp = w.Kp;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int64_t r = 0; r < 16 && 16 * b + r < w.N; ++r) {
+      const int64_t n = 16 * b + r;
+      for (int m = 0; m < M; ++m) {
+        const int8_t* x = reinterpret_cast<const int8_t*>(a.x + m * Kp);
+        if (w.kind == QuantKind::Int8) {
+          int32_t d = 0;
+          for (int64_t k = 0; k < Kp; ++k) d += int32_t(x[k]) * int8_t(blk[(k / 4) * 64 + 4 * r + k % 4]);
+          out[m * ldo + n] = float(d) * (w.scales[n] * a.sx[m]);
+          continue;
+        }
+        const int g = w.group, rec = 8 * g + 32 + (w.zero_points ? 32 : 0);
+        const int64_t ng = Kp / g;
+        float acc = 0.f;
+        for (int64_t gi = 0; gi < ng; ++gi) {
+          const uint8_t* rg = blk + gi * rec;
+          int32_t d = 0;
+          for (int e = 0; e < g; ++e) {
+            const int q = (rg[(e / 8) * 64 + 4 * r + e % 4] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+            d += q * x[gi * g + e];
+          }
+          const uint16_t* sc = reinterpret_cast<const uint16_t*>(rg + 8 * g);
+          if (!w.zero_points) d -= a.gsum8[m * ng + gi];
+          acc = std::fma(float(d), f16_to_f32(sc[r]), acc);
+          if (w.zero_points) acc = std::fma(a.gsumf[m * ng + gi], f16_to_f32(sc[16 + r]), acc);
+        }
+        out[m * ldo + n] = acc * a.sx[m];
+      }
+    }
+  }
+}
+
+const char* quantized_isa() {
+  switch (qisa()) {
+    case QIsa::Avx512Vnni: return "avx512-vnni";
+    case QIsa::AvxVnni: return "avx-vnni";
+    case QIsa::Avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* bias, Tensor& out,
+                      ThreadPool& pool) {
+  NV_CHECK(x.dtype() == DType::F32 && out.dtype() == DType::F32,
+           "quantized linear needs F32 x/out, got ", x.str(), " ", out.str());
+  NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8, "quantized linear: weight is not quantized");
+  const int64_t K = w.K, N = w.N, M = x.numel() / std::max<int64_t>(K, 1);
+  NV_CHECK_EQ(x.size(-1), K, "quantized linear x ", x.str(), " for a [", N, ", ", K, "] weight");
+  NV_CHECK_EQ(out.numel(), M * N, "quantized linear out ", out.str(), " for x ", x.str());
+  if (bias) NV_CHECK_EQ(bias->numel(), N, "quantized linear bias ", bias->str());
+  if (M == 0) return;
+  const QIsa isa = qisa();
+  const QKernel kernel = isa == QIsa::Avx512Vnni ? qrows_avx512_vnni
+                         : isa == QIsa::AvxVnni  ? qrows_avx_vnni
+                         : isa == QIsa::Avx2     ? qrows_avx2
+                                                 : qrows_scalar;
+  const QWeightView wv = view_of(w);
+  thread_local ActBuffers buf;
+  const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
+  const QActs acts = quantize_activations(x.data<float>(), M, K, wv, offset, buf, pool);
+  float* op = out.data<float>();
+  // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
+  // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).
+  pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {
+    for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
+      const int64_t te = std::min(bb1, tb + kTileBlocks);
+      for (int64_t m0 = 0; m0 < M; m0 += kQMaxRows) {
+        QActs a = acts;
+        a.x += m0 * acts.Kp;
+        a.sx += m0;
+        if (a.gsum8) a.gsum8 += m0 * (acts.Kp / wv.group);
+        if (a.gsumf) a.gsumf += m0 * (acts.Kp / wv.group);
+        kernel(wv, a, int(std::min<int64_t>(kQMaxRows, M - m0)), tb, te, op + m0 * N, N);
+      }
+    }
+  }, grain_for_work(M * K * QuantizedWeight::kBlockRows, kMinChunkMacs));
+  add_bias_rows(bias, op, M, N);
+}
+
+}  // namespace nanovllm::cpu

@@ -1,0 +1,151 @@
+// The AVX2 quantized-linear kernels, compiled twice (qgemm_avx2.cc without and
+// qgemm_avxvnni.cc with AVX-VNNI, each under its own `#pragma GCC target`) so the plain AVX2
+// build can never contain a VNNI instruction. Include only from those two files, after
+// defining NV_QVNNI (0 / 1) and NV_QENTRY (the entry point's name).
+//
+// 256-bit vectors: a 64-byte weight vector (4 k of a block's 16 rows) is two halves, rows 0-7
+// and 8-15. Without VNNI the u8 x s8 products go through pmaddubsw (pairs summed to 16 bits) and
+// pmaddwd (to 32 bits). That saturates only beyond 2 * 255 * 127, so int8 uses |w| x sign(x, w)
+// (at most 2 * 127 * 127); int4 nibbles (at most 15) are safe as they are.
+#include <cstring>
+
+namespace nanovllm::cpu {
+namespace {
+
+inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+#if NV_QVNNI
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i bcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// out[16 b + 8 h + r] for the rows that exist (n < N).
+inline void store_half(float* dst, __m256 v, int64_t n0, int64_t N) {
+  if (N - n0 >= 8) {
+    _mm256_storeu_ps(dst, v);
+    return;
+  }
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, v);
+  for (int64_t i = 0; i < N - n0; ++i) dst[i] = tmp[i];
+}
+
+template <int MB>
+void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+               int64_t ldo) {
+  const int64_t Kp = w.Kp, steps = Kp / 4;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
+      __m256i acc[MB];
+      for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
+      for (int64_t i = 0; i < steps; ++i) {
+        const __m256i wv = load256(blk + i * 64 + 32 * h);
+#if !NV_QVNNI
+        const __m256i aw = _mm256_sign_epi8(wv, wv);
+#endif
+        for (int m = 0; m < MB; ++m) {
+          const __m256i xv = bcast4(a.x + m * Kp + 4 * i);
+#if NV_QVNNI
+          acc[m] = dot_u8s8(acc[m], xv, wv);  // x + 128 (u8) x w (s8)
+#else
+          acc[m] = dot_u8s8(acc[m], aw, _mm256_sign_epi8(xv, wv));
+#endif
+        }
+      }
+      const int64_t n0 = 16 * b + 8 * h;
+      __m256i corr = _mm256_setzero_si256();
+      if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
+      const __m256 sc = _mm256_loadu_ps(w.scales + n0);
+      for (int m = 0; m < MB; ++m) {
+        const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[m], corr)),
+                                       _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[m])));
+        store_half(out + m * ldo + n0, y, n0, w.N);
+      }
+    }
+  }
+}
+
+template <int MB, int G, bool ZP>
+void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+               int64_t ldo) {
+  constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
+      __m256 facc[MB];
+      for (int m = 0; m < MB; ++m) facc[m] = _mm256_setzero_ps();
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const uint8_t* r = blk + gi * kRec;
+        const uint8_t* xg = a.x + gi * G;
+        __m256i acc[MB];
+        for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
+        for (int t = 0; t < kLines; ++t) {
+          const __m256i v = load256(r + 64 * t + 32 * h);
+          const __m256i vlo = _mm256_and_si256(v, lo4);
+          const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+          for (int m = 0; m < MB; ++m) {
+            const uint8_t* xm = xg + m * Kp + 8 * t;
+            acc[m] = dot_u8s8(acc[m], vlo, bcast4(xm));
+            acc[m] = dot_u8s8(acc[m], vhi, bcast4(xm + 4));
+          }
+        }
+        const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
+        __m256 mn = _mm256_setzero_ps();
+        if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+        for (int m = 0; m < MB; ++m) {
+          __m256i d = acc[m];
+          if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
+          facc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[m]);
+          if constexpr (ZP) facc[m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+        }
+      }
+      const int64_t n0 = 16 * b + 8 * h;
+      for (int m = 0; m < MB; ++m)
+        store_half(out + m * ldo + n0, _mm256_mul_ps(facc[m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+    }
+  }
+}
+
+template <int MB>
+void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+            int64_t ldo) {
+  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.group == 32)
+    return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
+                         : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);
+  return w.zero_points ? int4_rows<MB, 64, true>(w, a, b0, b1, out, ldo)
+                       : int4_rows<MB, 64, false>(w, a, b0, b1, out, ldo);
+}
+
+}  // namespace
+
+void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
+               int64_t ldo) {
+  switch (M) {
+    case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
+    case 2: return rows_m<2>(w, a, b0, b1, out, ldo);
+    case 3: return rows_m<3>(w, a, b0, b1, out, ldo);
+    case 4: return rows_m<4>(w, a, b0, b1, out, ldo);
+    default:  // 5..8: two calls of up to 4 rows (more ymm accumulators would spill)
+      rows_m<4>(w, a, b0, b1, out, ldo);
+      QActs rest = a;
+      rest.x += 4 * a.Kp;
+      rest.sx += 4;
+      if (rest.gsum8) rest.gsum8 += 4 * (a.Kp / w.group);
+      if (rest.gsumf) rest.gsumf += 4 * (a.Kp / w.group);
+      return NV_QENTRY(w, rest, M - 4, b0, b1, out + 4 * ldo, ldo);
+  }
+}
+
+}  // namespace nanovllm::cpu

@@ -1,0 +1,154 @@
+// AVX512-VNNI quantized-linear kernels (qgemm_kernels.h). vpdpbusd multiplies 64 unsigned by 64
+// signed bytes and adds each 4 products into a 32-bit lane. A weight vector holds 4 k of the 16
+// rows of a block; the 4 activation bytes of those k are broadcast, so lane r accumulates row r.
+//   int8: unsigned = activations + 128 (broadcast), signed = weights; minus 128 * row_sum.
+//   int4: unsigned = weight nibbles, signed = activations (broadcast); per group the integer
+//         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
+// Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
+// bound a bandwidth-bound stream; each weight byte is loaded once per call of up to kQMaxRows
+// activation rows.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu/qgemm_kernels.h"
+
+#define NV_TARGET_VNNI512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+namespace nanovllm::cpu {
+
+namespace {
+
+// Independent int32 accumulators per activation row: enough chains in flight for small M.
+template <int MB>
+constexpr int kChains = MB == 1 ? 4 : MB <= 3 ? 2 : 1;
+
+NV_TARGET_VNNI512 inline __m512i bcast4(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// out[m * ldo + 16 b + r] for the rows of block b that exist (n < N).
+NV_TARGET_VNNI512 inline void store_block(float* dst, __m512 v, int64_t b, int64_t N) {
+  const int64_t left = N - 16 * b;
+  if (left >= 16) _mm512_storeu_ps(dst, v);
+  else _mm512_mask_storeu_ps(dst, __mmask16((1u << left) - 1), v);
+}
+
+template <int MB>
+NV_TARGET_VNNI512 void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                 float* out, int64_t ldo) {
+  constexpr int C = kChains<MB>;
+  const int64_t Kp = w.Kp, steps = Kp / 4;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512i acc[MB][C];
+    for (int m = 0; m < MB; ++m)
+      for (int c = 0; c < C; ++c) acc[m][c] = _mm512_setzero_si512();
+    int64_t i = 0;
+    for (; i + C <= steps; i += C)
+      for (int c = 0; c < C; ++c) {
+        const __m512i wv = _mm512_loadu_si512(blk + (i + c) * 64);
+        for (int m = 0; m < MB; ++m)
+          acc[m][c] = _mm512_dpbusd_epi32(acc[m][c], bcast4(a.x + m * Kp + 4 * (i + c)), wv);
+      }
+    for (; i < steps; ++i) {
+      const __m512i wv = _mm512_loadu_si512(blk + i * 64);
+      for (int m = 0; m < MB; ++m)
+        acc[m][0] = _mm512_dpbusd_epi32(acc[m][0], bcast4(a.x + m * Kp + 4 * i), wv);
+    }
+    const __m512i corr = _mm512_slli_epi32(_mm512_loadu_si512(w.row_sums + 16 * b), 7);  // 128 x
+    const __m512 sc = _mm512_loadu_ps(w.scales + 16 * b);
+    for (int m = 0; m < MB; ++m) {
+      __m512i d = acc[m][0];
+      for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[m][c]);
+      const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d, corr)),
+                                     _mm512_mul_ps(sc, _mm512_set1_ps(a.sx[m])));
+      store_block(out + m * ldo + 16 * b, y, b, w.N);
+    }
+  }
+}
+
+// int4: the high nibbles are used in place (v & 0xF0 = 16 q): their products accumulate 16x in
+// separate accumulators, shifted right by 4 (exact) per group. One op per 64 bytes less than
+// shifting every vector, which matters for the ALU-heavy decode stream.
+template <int MB>
+constexpr int kChains4 = MB == 1 ? 2 : 1;  // per nibble half
+
+template <int MB, int G, bool ZP>
+NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                 float* out, int64_t ldo) {
+  constexpr int kLines = G / 8;  // 64-byte lines of packed nibbles per group record
+  constexpr int kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  constexpr int C = kChains4<MB>;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const uint8_t* r = blk + gi * kRec;
+      const uint8_t* xg = a.x + gi * G;
+      __m512i lo[MB][C], hi[MB][C];
+      for (int m = 0; m < MB; ++m)
+        for (int c = 0; c < C; ++c) lo[m][c] = hi[m][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int t = 0; t < kLines; ++t) {
+        const __m512i v = _mm512_loadu_si512(r + 64 * t);
+        const __m512i vlo = _mm512_and_si512(v, lo4), vhi16 = _mm512_and_si512(v, hi4);
+        const int c = t % C;
+        for (int m = 0; m < MB; ++m) {
+          const uint8_t* xm = xg + m * Kp + 8 * t;
+          lo[m][c] = _mm512_dpbusd_epi32(lo[m][c], vlo, bcast4(xm));
+          hi[m][c] = _mm512_dpbusd_epi32(hi[m][c], vhi16, bcast4(xm + 4));
+        }
+      }
+      const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G)));
+      __m512 mn = _mm512_setzero_ps();
+      if constexpr (ZP) mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G + 32)));
+      for (int m = 0; m < MB; ++m) {
+        __m512i dl = lo[m][0], dh = hi[m][0];
+        for (int c = 1; c < C; ++c) dl = _mm512_add_epi32(dl, lo[m][c]), dh = _mm512_add_epi32(dh, hi[m][c]);
+        __m512i d = _mm512_add_epi32(dl, _mm512_srai_epi32(dh, 4));
+        if constexpr (!ZP) d = _mm512_sub_epi32(d, _mm512_set1_epi32(a.gsum8[m * ng + gi]));
+        facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+        if constexpr (ZP) facc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
+template <int MB>
+void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
+  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.group == 32)
+    return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
+                         : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);
+  return w.zero_points ? int4_rows<MB, 64, true>(w, a, b0, b1, out, ldo)
+                       : int4_rows<MB, 64, false>(w, a, b0, b1, out, ldo);
+}
+
+}  // namespace
+
+void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
+                       float* out, int64_t ldo) {
+  switch (M) {
+    case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
+    case 2: return rows_m<2>(w, a, b0, b1, out, ldo);
+    case 3: return rows_m<3>(w, a, b0, b1, out, ldo);
+    case 4: return rows_m<4>(w, a, b0, b1, out, ldo);
+    case 5: return rows_m<5>(w, a, b0, b1, out, ldo);
+    case 6: return rows_m<6>(w, a, b0, b1, out, ldo);
+    case 7: return rows_m<7>(w, a, b0, b1, out, ldo);
+    default: return rows_m<8>(w, a, b0, b1, out, ldo);
+  }
+}
+
+}  // namespace nanovllm::cpu

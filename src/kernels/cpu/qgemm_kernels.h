@@ -1,0 +1,55 @@
+// The quantized-linear inner kernels, one set per ISA (internal to kernels/cpu; qgemm.cc
+// quantizes the activations, splits the work and picks the set).
+//
+// Every kernel computes, for the M (<= kQMaxRows) activation rows of `a` and the 16-row weight
+// blocks [b0, b1) (kernels/quantized.h: layout):
+//   out[m * ldo + n] = sx[m] * sum_k x8[m, k] * w_dequantized[n, k],  n < N
+// with exact integer dot products (per int4 group, per int8 row) and f32 scaling. A block's 16
+// rows are the 16 lanes of a vector, so each output is stored once, 16 at a time.
+#pragma once
+#include <cstdint>
+
+#include "kernels/quantized.h"
+
+namespace nanovllm::cpu {
+
+constexpr int kQMaxRows = 8;  // activation rows per kernel call (register accumulators)
+
+// The weight as plain pointers (no library code runs inside the ISA-specific files).
+struct QWeightView {
+  QuantKind kind = QuantKind::None;
+  int group = 0;
+  bool zero_points = false;
+  int64_t N = 0, Kp = 0, block_bytes = 0;
+  const uint8_t* data = nullptr;
+  const float* scales = nullptr;      // int8 [Np]
+  const int32_t* row_sums = nullptr;  // int8 [Np]
+};
+
+// Quantized activations for M rows (qgemm.cc fills them), natural k order.
+struct QActs {
+  // [M, Kp] bytes: x8 (s8), or for int8 weights on the VNNI kernels x8 + 128 (u8, `offset128`).
+  const uint8_t* x = nullptr;
+  int64_t Kp = 0;
+  bool offset128 = false;
+  const float* sx = nullptr;       // [M] per-row scale: x ~ sx * x8
+  const int32_t* gsum8 = nullptr;  // int4 symmetric: 8 * sum of x8 over each group [M, Kp/g]
+  const float* gsumf = nullptr;    // int4 zero points: sum of x8 over each group [M, Kp/g]
+};
+
+using QKernel = void (*)(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
+                         float* out, int64_t ldo);
+
+// One per ISA level. The x86 ones are compiled with target attributes (AVX2: per file) and only
+// called when cpu_features() has the instructions. The VNNI ones want int8 activations offset
+// by 128 (the vpdpbusd u8 x s8 form); the others signed.
+void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
+                  int64_t ldo);
+void qrows_avx2(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
+                int64_t ldo);
+void qrows_avx_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
+                    float* out, int64_t ldo);
+void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
+                       float* out, int64_t ldo);
+
+}  // namespace nanovllm::cpu

@@ -1,0 +1,155 @@
+// Weight quantization: int8 per output channel, int4 per group (symmetric or with zero points),
+// written in the kernels' layout (kernels/quantized.h). Scales are rounded to their storage
+// type first and the integers computed with the rounded scale, so the stored weight is the
+// nearest one the format can express for that scale.
+#include "kernels/cpu/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/quantize_int4.h"
+#include "util/check.h"
+
+namespace nanovllm::cpu {
+
+namespace {
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+inline int nearest(float v) { return round_nearest(v); }
+
+// One row of int8: q = round(w / s), s = max|w| / 127.
+void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32_t* sum) {
+  float amax = 0.f;
+  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k]));
+  const float s = amax / 127.f;
+  const float inv = s > 0.f ? 1.f / s : 0.f;
+  int32_t total = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    const int v = std::clamp(nearest(w[k] * inv), -127, 127);
+    q[k] = int8_t(v);
+    total += v;
+  }
+  *scale = s;
+  *sum = total;
+}
+
+// Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k]; int4 q[r][k] of
+// group gi's record (the nibble: high when (k % 8) >= 4).
+int64_t int8_offset(int64_t r, int64_t k) { return (k / 4) * 64 + 4 * r + k % 4; }
+int64_t int4_offset(int64_t r, int64_t e) { return (e / 8) * 64 + 4 * r + e % 4; }
+
+// One block of 16 rows (w: [16, Kp] f32, zero padded) into its bytes.
+void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, uint8_t* dst) {
+  const int64_t Kp = qw.Kp, R = QuantizedWeight::kBlockRows;
+  std::memset(dst, 0, size_t(qw.block_bytes));
+  if (qw.scheme.kind == QuantKind::Int8) {
+    std::vector<int8_t> q(static_cast<size_t>(Kp));
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t n = block * R + r;
+      quantize_row_int8(w + r * Kp, Kp, q.data(), qw.scales.data<float>() + n,
+                        qw.row_sums.data<int32_t>() + n);
+      for (int64_t k = 0; k < Kp; ++k) dst[int8_offset(r, k)] = uint8_t(q[size_t(k)]);
+    }
+    return;
+  }
+  const int g = qw.scheme.group;
+  const bool zp = qw.scheme.zero_points;
+  const int64_t rec = qw.group_record_bytes();
+  uint8_t q[64];
+  for (int64_t gi = 0; gi < Kp / g; ++gi) {
+    uint8_t* r8 = dst + gi * rec;
+    uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 8 * g);
+    uint16_t* mins = zp ? scales + 16 : nullptr;
+    for (int64_t r = 0; r < R; ++r) {
+      quantize_group_int4(w + r * Kp + gi * g, g, zp, q, &scales[r], mins ? &mins[r] : nullptr);
+      for (int e = 0; e < g; ++e)
+        r8[int4_offset(r, e)] |= uint8_t(q[e] << ((e % 8) >= 4 ? 4 : 0));
+    }
+  }
+}
+
+}  // namespace
+
+QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme) {
+  NV_CHECK(scheme.enabled(), "quantized_layout: no quantization scheme");
+  QuantizedWeight q;
+  q.scheme = scheme;
+  q.N = N;
+  q.K = K;
+  q.Np = round_up(N, QuantizedWeight::kBlockRows);
+  if (scheme.kind == QuantKind::Int8) {
+    q.Kp = round_up(K, 4);
+    q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
+  } else {
+    NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
+             scheme.group);
+    q.Kp = round_up(K, scheme.group);
+    q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
+  }
+  return q;
+}
+
+int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
+  const QuantizedWeight q = quantized_layout(N, K, scheme);
+  const int64_t per_row = scheme.kind == QuantKind::Int8 ? 8 : 0;  // f32 scale + i32 row sum
+  return q.Np / QuantizedWeight::kBlockRows * q.block_bytes + q.Np * per_row;
+}
+
+QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
+                                const U8Allocator& alloc) {
+  NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
+  NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
+  const DType dt = w.dtype();
+  NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
+           "quantize_weight: weights must be F32, BF16 or F16, got ", w.str());
+  const int64_t R = QuantizedWeight::kBlockRows;
+  QuantizedWeight q = quantized_layout(w.size(0), w.size(1), scheme);
+  if (scheme.kind == QuantKind::Int8) {
+    q.scales = Tensor::zeros({q.Np}, DType::F32);
+    q.row_sums = Tensor::zeros({q.Np}, DType::I32);
+  }
+  const int64_t nblocks = q.Np / R;
+  q.data = alloc ? alloc(nblocks, q.block_bytes) : Tensor::empty({nblocks, q.block_bytes}, DType::U8);
+  NV_CHECK(q.data.dtype() == DType::U8 && q.data.numel() == nblocks * q.block_bytes,
+           "quantize_weight: allocator returned ", q.data.str());
+  const size_t esz = dtype_size(dt);
+  const char* src = static_cast<const char*>(w.raw());
+  uint8_t* dst = q.data.data<uint8_t>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    std::vector<float> rows(size_t(R * q.Kp));
+    for (int64_t b = b0; b < b1; ++b) {
+      std::fill(rows.begin(), rows.end(), 0.f);  // padded rows and columns quantize to zero
+      for (int64_t r = 0; r < R && b * R + r < q.N; ++r)
+        convert_to_f32(src + size_t((b * R + r) * q.K) * esz, dt, rows.data() + r * q.Kp, q.K);
+      quantize_block(rows.data(), q, b, dst + b * q.block_bytes);
+    }
+  }, grain_for_work(R * q.K, int64_t(1) << 16));
+  return q;
+}
+
+void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
+  NV_CHECK(n >= 0 && n < q.N, "dequantize_row: row ", n, " of ", q.N);
+  const int64_t R = QuantizedWeight::kBlockRows, r = n % R;
+  const uint8_t* blk = q.data.data<uint8_t>() + (n / R) * q.block_bytes;
+  if (q.scheme.kind == QuantKind::Int8) {
+    const float s = q.scales.data<float>()[n];
+    for (int64_t k = 0; k < q.K; ++k) out[k] = s * float(int8_t(blk[int8_offset(r, k)]));
+    return;
+  }
+  const int g = q.scheme.group;
+  const bool zp = q.scheme.zero_points;
+  const int64_t rec = q.group_record_bytes();
+  for (int64_t k = 0; k < q.K; ++k) {
+    const uint8_t* r8 = blk + (k / g) * rec;
+    const int64_t e = k % g;
+    const int v = (r8[int4_offset(r, e)] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+    const uint16_t* scales = reinterpret_cast<const uint16_t*>(r8 + 8 * g);
+    const float sc = f16_to_f32(scales[r]);
+    out[k] = zp ? sc * float(v) + f16_to_f32(scales[16 + r]) : sc * float(v - 8);
+  }
+}
+
+}  // namespace nanovllm::cpu

@@ -1,0 +1,42 @@
+// Parsing and naming of quantization schemes (kernels/quantized.h).
+#include "kernels/quantized.h"
+
+#include "util/check.h"
+
+namespace nanovllm {
+
+std::string QuantScheme::str() const {
+  switch (kind) {
+    case QuantKind::None: return "none";
+    case QuantKind::Int8: return "int8";
+    case QuantKind::Int4:
+      return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "");
+  }
+  return "?";
+}
+
+QuantScheme parse_quant_scheme(const std::string& s) {
+  QuantScheme q;
+  if (s.empty() || s == "none") return q;
+  if (s == "int8") {
+    q.kind = QuantKind::Int8;
+    return q;
+  }
+  // int4 defaults: group 32, symmetric (docs/perf.md: error and speed of each variant).
+  q.kind = QuantKind::Int4;
+  q.group = 32;
+  if (s == "int4" || s == "int4-g32") return q;
+  if (s == "int4-g64") {
+    q.group = 64;
+    return q;
+  }
+  if (s == "int4-g32-zp" || s == "int4-g64-zp") {
+    q.group = s == "int4-g32-zp" ? 32 : 64;
+    q.zero_points = true;
+    return q;
+  }
+  NV_THROW("unknown quantization '", s,
+           "' (expected none, int8, int4, int4-g32, int4-g64, int4-g32-zp or int4-g64-zp)");
+}
+
+}  // namespace nanovllm

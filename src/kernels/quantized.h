@@ -1,0 +1,73 @@
+// Quantized linear weights: what `--quantization int8|int4` makes of a bf16/f16/f32 checkpoint
+// at load, and the handle a model holds for each linear (dense or quantized).
+//
+// Schemes (w ~ dequantized weight, q the stored integer):
+// - int8: per output channel (row), symmetric: w[n,k] = scale[n] * q[n,k], q in [-127, 127].
+// - int4: per group of `group` (32 or 64) consecutive k of a row:
+//     symmetric:        w = scale[g] * (q - 8),   q in [0, 15]
+//     with zero points: w = scale[g] * q + min[g] (min = the group's minimum, q in [0, 15])
+// The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
+// and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
+//
+// Storage (QuantizedWeight::data, U8): rows in blocks of 16 (N padded to Np with zero rows),
+// block b at data + b * block_bytes; K padded with zero weights to Kp. In a block, each 64-byte
+// vector holds 4 consecutive k of all 16 rows (byte 4r + j: row 16b + r, k = 4i + j), so one
+// vpdpbusd with 4 broadcast activation bytes adds 4 products to each row's lane, and a block
+// ends with its 16 outputs in one vector (no horizontal sums):
+// - int8: Kp = K rounded up to 4; a block is Kp / 4 vectors of q (two's complement).
+//   scales F32 [Np], row_sums I32 [Np] = sum_k q[n,k] (the VNNI kernels feed x8 + 128 as the
+//   unsigned operand and subtract 128 * row_sum).
+// - int4: Kp = K rounded up to the group; a block is Kp / group records of
+//   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only]. Line t's low
+//   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "util/tensor.h"
+
+namespace nanovllm {
+
+enum class QuantKind : uint8_t { None, Int8, Int4 };
+
+struct QuantScheme {
+  QuantKind kind = QuantKind::None;
+  int group = 0;             // int4: 32 or 64
+  bool zero_points = false;  // int4: scale + min per group instead of symmetric
+  bool enabled() const { return kind != QuantKind::None; }
+  std::string str() const;   // "none", "int8", "int4-g32", "int4-g64-zp", ...
+};
+// "none" | "" | "int8" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
+// "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
+QuantScheme parse_quant_scheme(const std::string& s);
+
+struct QuantizedWeight {
+  static constexpr int64_t kBlockRows = 16;
+  QuantScheme scheme;
+  int64_t N = 0, K = 0;     // logical shape [N, K]
+  int64_t Np = 0, Kp = 0;   // padded (see above)
+  int64_t block_bytes = 0;  // bytes of one block of 16 rows in data
+  Tensor data;              // U8 [Np / 16, block_bytes]
+  Tensor scales;            // int8: F32 [Np]
+  Tensor row_sums;          // int8: I32 [Np]
+  // int4: bytes of one group's record in a block.
+  int64_t group_record_bytes() const { return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0); }
+  // (An undefined Tensor is a 0-d scalar to nbytes(): int4 holds no scales/row_sums tensors.)
+  size_t nbytes() const {
+    return data.nbytes() + (scales.defined() ? scales.nbytes() : 0) +
+           (row_sums.defined() ? row_sums.nbytes() : 0);
+  }
+};
+
+// A linear layer's weight [N, K] as the model holds it: dense (checkpoint dtype, on the
+// backend's device) or quantized.
+struct LinearWeight {
+  Tensor dense;
+  std::shared_ptr<const QuantizedWeight> quant;
+  bool quantized() const { return quant != nullptr; }
+  int64_t out_features() const { return quant ? quant->N : dense.size(0); }
+  size_t nbytes() const { return quant ? quant->nbytes() : dense.nbytes(); }
+};
+
+}  // namespace nanovllm

@@ -1,0 +1,43 @@
+// Helpers shared by the CPU kernel tests: random tensors, NaN-poisoned outputs, error norms.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "util/tensor.h"
+
+namespace nanovllm::test {
+
+inline std::mt19937& rng() {
+  static std::mt19937 r(12345);
+  return r;
+}
+
+inline Tensor rand_tensor(const Shape& s, DType dt, float scale = 1.f) {
+  Tensor t = Tensor::empty(s, dt);
+  std::normal_distribution<float> nd(0.f, scale);
+  std::vector<float> v(size_t(t.numel()));
+  for (auto& x : v) x = nd(rng());
+  convert_f32_to(v.data(), t.raw(), dt, t.numel());
+  return t;
+}
+
+inline void poison(Tensor& t) {
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::numeric_limits<float>::quiet_NaN();
+}
+
+// max |ref - got| / max |ref| (infinite when got has a NaN).
+inline double max_rel_err(const std::vector<double>& ref, const float* got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(got[i])) return INFINITY;
+    num = std::max(num, std::abs(ref[i] - got[i]));
+    den = std::max(den, std::abs(ref[i]));
+  }
+  return num / den;
+}
+
+}  // namespace nanovllm::test

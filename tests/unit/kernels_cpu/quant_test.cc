@@ -1,0 +1,253 @@
+// Quantized weights (kernels/quantized.h): the quantizer's error bounds, and quantized_linear
+// against an f64 reference built from the dequantized weights and the per-row int8 activations
+// (so the kernels must be exact up to f32 rounding), at every ISA level ctest runs
+// (NANOVLLM_ISA=avxvnni|avx2|scalar re-run this binary).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/backend.h"
+#include "kernels/backend_factory.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quant_act.h"
+#include "kernels/cpu/quantize.h"
+
+using namespace nanovllm;
+using test::max_rel_err;
+using test::poison;
+using test::rand_tensor;
+
+namespace {
+
+const char* kSchemes[] = {"int8", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+
+// What the kernels do to a row of activations: x ~ s * round(x / s), s = max|x| / 127.
+std::vector<double> quantized_row(const float* x, int64_t K) {
+  float amax = 0.f;
+  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[k]));
+  const float s = amax / 127.f;
+  std::vector<double> q(static_cast<size_t>(K), 0.0);
+  if (s == 0.f) return q;
+  for (int64_t k = 0; k < K; ++k)
+    q[size_t(k)] = double(s) * std::clamp(std::nearbyint(x[k] * (1.f / s)), -127.f, 127.f);
+  return q;
+}
+
+}  // namespace
+
+TEST(Quantize, ParseSchemes) {
+  EXPECT_FALSE(parse_quant_scheme("none").enabled());
+  EXPECT_FALSE(parse_quant_scheme("").enabled());
+  EXPECT_EQ(parse_quant_scheme("int8").kind, QuantKind::Int8);
+  EXPECT_EQ(parse_quant_scheme("int4").str(), "int4-g32");
+  for (const char* s : kSchemes) EXPECT_EQ(parse_quant_scheme(s).str(), s);
+  EXPECT_THROW(parse_quant_scheme("int3"), std::exception);
+  EXPECT_THROW(parse_quant_scheme("int4-g16"), std::exception);
+}
+
+// The plain quantizers the load-time search starts from (and must never do worse than).
+double plain_group_sse(const float* w, int64_t g, const QuantScheme& qs) {
+  float lo = w[0], hi = w[0], ext = 0.f;
+  for (int64_t i = 0; i < g; ++i) {
+    lo = std::min(lo, w[i]), hi = std::max(hi, w[i]);
+    if (std::abs(w[i]) > std::abs(ext)) ext = w[i];
+  }
+  double sse = 0;
+  for (int64_t i = 0; i < g; ++i) {
+    double d;
+    if (qs.zero_points) {
+      const float m = f16_to_f32(f32_to_f16(lo)), s = f16_to_f32(f32_to_f16((hi - m) / 15.f));
+      const float v = s ? std::clamp(std::nearbyint((w[i] - m) / s), 0.f, 15.f) : 0.f;
+      d = w[i] - (s * v + m);
+    } else {
+      const float s = f16_to_f32(f32_to_f16(ext / -8.f));
+      const float v = s ? std::clamp(std::nearbyint(w[i] / s) + 8, 0.f, 15.f) : 8.f;
+      d = w[i] - s * (v - 8);
+    }
+    sse += d * d;
+  }
+  return sse;
+}
+
+// int8: every element within half a step of its row's scale. int4: per group, the squared
+// error is at most that of the plain max-scaled quantizer (the search starts there) and every
+// element within a quarter of the group's largest magnitude.
+TEST(Quantize, DequantizedErrorBounds) {
+  auto pool = std::make_unique<ThreadPool>(2);
+  const int64_t N = 37, K = 200;
+  Tensor w = rand_tensor({N, K}, DType::BF16, 0.05f);
+  auto wf = to_f32_vector(w);
+  for (const char* name : kSchemes) {
+    const QuantScheme qs = parse_quant_scheme(name);
+    QuantizedWeight q = cpu::quantize_weight(w, qs, *pool);
+    std::vector<float> row(static_cast<size_t>(K));
+    double total = 0, plain_total = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      cpu::dequantize_row(q, n, row.data());
+      const float* wr = wf.data() + n * K;
+      const int64_t g = qs.kind == QuantKind::Int8 ? K : qs.group;
+      for (int64_t k0 = 0; k0 < K; k0 += g) {
+        const int64_t k1 = std::min(K, k0 + g);
+        float amax = 0.f;
+        double sse = 0;
+        for (int64_t k = k0; k < k1; ++k) {
+          amax = std::max(amax, std::abs(wr[k]));
+          sse += double(row[size_t(k)] - wr[k]) * (row[size_t(k)] - wr[k]);
+        }
+        for (int64_t k = k0; k < k1; ++k) {
+          const double bound = qs.kind == QuantKind::Int8 ? amax / 127.0 * 0.5001 : 0.25 * amax;
+          ASSERT_LE(std::abs(row[size_t(k)] - wr[k]), bound) << name << " n=" << n << " k=" << k;
+        }
+        if (qs.kind == QuantKind::Int4 && k1 - k0 == g) {  // (the padded tail group differs)
+          const double plain = plain_group_sse(wr + k0, g, qs);
+          EXPECT_LE(sse, plain * 1.0001 + 1e-12) << name << " n=" << n << " k0=" << k0;
+          total += sse, plain_total += plain;
+        }
+      }
+    }
+    if (qs.kind == QuantKind::Int4) {
+      std::printf("%s: squared error %.3g vs plain max-scaled %.3g\n", name, total, plain_total);
+      EXPECT_LT(total, 0.95 * plain_total) << name << ": the search should gain something";
+    }
+  }
+}
+
+// quantized_nbytes (what bench_decode_roofline counts per token) is what quantize_weight makes,
+// for shapes with padded rows (N % 16) and padded columns (K % 4, K % group).
+TEST(Quantize, NbytesMatchesQuantizedWeight) {
+  auto pool = std::make_unique<ThreadPool>(1);
+  for (const char* name : kSchemes)
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{16, 64}, {37, 200}, {5, 66}, {48, 1024}}) {
+      const QuantScheme qs = parse_quant_scheme(name);
+      QuantizedWeight q = cpu::quantize_weight(rand_tensor({N, K}, DType::BF16, 0.05f), qs, *pool);
+      EXPECT_EQ(cpu::quantized_nbytes(N, K, qs), int64_t(q.nbytes())) << name << " " << N << "x" << K;
+    }
+}
+
+class QuantLinearTest : public ::testing::TestWithParam<std::tuple<const char*, int, int>> {};
+
+TEST_P(QuantLinearTest, MatchesDequantizedReference) {
+  auto [name, M, K] = GetParam();
+  const int N = 77;
+  auto be = make_cpu_backend(2);
+  Tensor x = rand_tensor({M, K}, DType::F32);
+  Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+  Tensor b = rand_tensor({N}, DType::F32);
+  LinearWeight lw = be->prepare_linear(w, parse_quant_scheme(name));
+  ASSERT_TRUE(lw.quantized());
+  Tensor out = Tensor::empty({M, N}, DType::F32);
+  poison(out);
+  be->linear(x, lw, &b, out);
+
+  auto bf = to_f32_vector(b), wf = to_f32_vector(w);
+  std::vector<float> wq(static_cast<size_t>(K));
+  std::vector<double> ref(size_t(M * N)), exact(size_t(M * N));
+  std::vector<std::vector<double>> xq;
+  for (int m = 0; m < M; ++m) xq.push_back(quantized_row(x.data<float>() + m * K, K));
+  for (int n = 0; n < N; ++n) {
+    cpu::dequantize_row(*lw.quant, n, wq.data());
+    for (int m = 0; m < M; ++m) {
+      double s = bf[size_t(n)], e = bf[size_t(n)];
+      for (int k = 0; k < K; ++k) {
+        s += xq[size_t(m)][size_t(k)] * wq[size_t(k)];
+        e += double(x.data<float>()[m * K + k]) * wf[size_t(n * K + k)];
+      }
+      ref[size_t(m * N + n)] = s;
+      exact[size_t(m * N + n)] = e;
+    }
+  }
+  EXPECT_LT(max_rel_err(ref, out.data<float>()), 2e-5)
+      << name << " M=" << M << " K=" << K << " isa=" << cpu::quantized_isa();
+  // And the quantization itself stays small against the unquantized product (RMS relative).
+  double num = 0, den = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    num += (out.data<float>()[i] - exact[i]) * (out.data<float>()[i] - exact[i]);
+    den += exact[i] * exact[i];
+  }
+  const double rms = std::sqrt(num / den);
+  EXPECT_LT(rms, std::string(name) == "int8" ? 0.03 : 0.2) << name << " M=" << M << " K=" << K;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, QuantLinearTest,
+    ::testing::Combine(::testing::ValuesIn(kSchemes),
+                       ::testing::Values(1, 2, 3, 4, 5, 8, 9, 33),
+                       // 1024: whole groups; 200 (int4: padded to a group), 66 (int8:
+                       // padded to 4), 64
+                       ::testing::Values(64, 66, 200, 1024)));
+
+// A row of zeros quantizes to scale 0 and must give exact zeros (no 0/0).
+TEST(QuantLinear, ZeroActivationsAndWeights) {
+  auto be = make_cpu_backend(2);
+  const int M = 3, K = 512, N = 40;
+  Tensor x = Tensor::zeros({M, K}, DType::F32);
+  x.data<float>()[K + 5] = 1.f;  // row 1 has one non-zero
+  Tensor w = Tensor::zeros({N, K}, DType::F32);
+  for (const char* name : kSchemes) {
+    LinearWeight lw = be->prepare_linear(w, parse_quant_scheme(name));
+    Tensor out = Tensor::empty({M, N}, DType::F32);
+    poison(out);
+    be->linear(x, lw, nullptr, out);
+    for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(out.data<float>()[i], 0.f) << name << " " << i;
+  }
+}
+
+TEST(QuantLinear, RejectsMismatchedShapes) {
+  auto be = make_cpu_backend(1);
+  Tensor w = rand_tensor({16, 64}, DType::F32);
+  LinearWeight lw = be->prepare_linear(w, parse_quant_scheme("int8"));
+  Tensor x = rand_tensor({2, 63}, DType::F32), out = Tensor::empty({2, 16}, DType::F32);
+  EXPECT_THROW(be->linear(x, lw, nullptr, out), std::exception);
+  Tensor x2 = rand_tensor({2, 64}, DType::F32), out2 = Tensor::empty({2, 15}, DType::F32);
+  EXPECT_THROW(be->linear(x2, lw, nullptr, out2), std::exception);
+}
+
+// NANOVLLM_ISA caps the quantized kernels too (ctest runs this binary at each level).
+TEST(QuantLinear, IsaFollowsTheCap) {
+  const std::string isa = cpu::quantized_isa();
+  const char* cap = std::getenv("NANOVLLM_ISA");
+  const std::string c = cap ? cap : "";
+  if (c == "scalar") {
+    EXPECT_EQ(isa, "scalar");
+  } else if (c == "avx2") {
+    EXPECT_TRUE(isa == "avx2" || isa == "scalar") << isa;
+  } else if (c == "avxvnni") {
+    EXPECT_TRUE(isa == "avx-vnni" || isa == "avx2" || isa == "scalar") << isa;
+  }
+  std::printf("quantized kernels: %s (NANOVLLM_ISA=%s)\n", isa.c_str(), c.c_str());
+}
+
+// The activation quantizer: the formula of quant_act.h byte for byte (K with vector tails, with
+// and without the +128 offset, ties rounded to even, an all-zero row).
+TEST(QuantAct, RowMatchesFormula) {
+  for (int64_t K : {1, 15, 16, 17, 100, 1024}) {
+    Tensor x = rand_tensor({K}, DType::F32, 3.f);
+    float* xp = x.data<float>();
+    for (bool offset : {false, true}) {
+      std::vector<uint8_t> q(static_cast<size_t>(K));
+      const float s = cpu::quantize_row_s8(xp, K, q.data(), offset);
+      float amax = 0.f;
+      for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(xp[k]));
+      ASSERT_EQ(s, amax / 127.f);
+      for (int64_t k = 0; k < K; ++k) {
+        const int want = int(std::clamp(std::nearbyint(xp[k] * (1.f / s)), -127.f, 127.f)) + (offset ? 128 : 0);
+        ASSERT_EQ(int(q[size_t(k)]), want & 0xFF) << "K=" << K << " k=" << k << " offset=" << offset;
+      }
+    }
+  }
+  // Exact ties: amax 127 gives scale 1, so 0.5, 1.5, -2.5 round to 0, 2, -2.
+  std::vector<float> t = {127.f, 0.5f, 1.5f, -2.5f, 0.f};
+  std::vector<uint8_t> q(t.size());
+  EXPECT_EQ(cpu::quantize_row_s8(t.data(), int64_t(t.size()), q.data(), false), 1.f);
+  EXPECT_EQ(int8_t(q[1]), 0);
+  EXPECT_EQ(int8_t(q[2]), 2);
+  EXPECT_EQ(int8_t(q[3]), -2);
+  std::vector<float> z(20, 0.f);
+  std::vector<uint8_t> qz(20, 7);
+  EXPECT_EQ(cpu::quantize_row_s8(z.data(), 20, qz.data(), true), 0.f);
+  for (uint8_t v : qz) EXPECT_EQ(v, 128);
+}

@@ -38,6 +38,10 @@ class LLM {
   // Stream deltas produced since the last call (only for requests added with stream = true).
   std::vector<StreamDelta> take_stream_deltas();
   uint64_t add_request_streaming(const Prompt& prompt, const SamplingParams& params);
+  // Compiles (and caches) SamplingParams::structured_outputs so that add_request needs no
+  // compilation; throws nanovllm::Error naming an unsupported schema feature or a malformed
+  // constraint. Thread-safe, unlike the rest: the server calls it on its handler threads.
+  void prepare_constraint(const StructuredOutputsParams& so) const;
 
   // Offline generation: outputs in input order. `params` has one entry (shared) or one per prompt.
   std::vector<RequestOutput> generate(const std::vector<Prompt>& prompts,

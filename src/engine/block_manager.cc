@@ -74,17 +74,40 @@ void BlockManager::deallocate_block(int block_id) {
 }
 
 bool BlockManager::can_allocate(const Sequence& seq) const {
-  return num_free_blocks() >= seq.num_blocks();
+  return num_free_blocks() >= seq.num_blocks() - static_cast<int>(seq.block_table.size());
+}
+
+void BlockManager::fork(const Sequence& parent, Sequence& child) {
+  NV_CHECK(child.block_table.empty(), "fork: sequence ", child.seq_id, " already has blocks");
+  NV_CHECK(parent.num_prompt_tokens == child.num_prompt_tokens, "fork: prompts differ");
+  const int shared = std::min((parent.num_prompt_tokens - 1) / block_size_,
+                              static_cast<int>(parent.block_table.size()));
+  for (int i = 0; i < shared; ++i) {
+    const int id = parent.block_table[static_cast<size_t>(i)];
+    Block& b = blocks_[static_cast<size_t>(id)];
+    NV_CHECK_GT(b.ref_count, 0, "fork: block ", id, " of sequence ", parent.seq_id, " is free");
+    b.ref_count += 1;
+    child.block_table.push_back(id);
+  }
+  child.num_cached_tokens = shared * block_size_;
 }
 
 void BlockManager::allocate(Sequence& seq, bool register_misses) {
-  NV_CHECK(seq.block_table.empty(), "sequence ", seq.seq_id, " already has blocks");
   NV_CHECK_EQ(seq.block_size, block_size_);
-  seq.num_cached_tokens = 0;
+  // Blocks shared by fork() stay; lookups continue after them (a chain needs their hash).
+  const int forked = static_cast<int>(seq.block_table.size());
+  NV_CHECK(forked == 0 || seq.num_cached_tokens == forked * block_size_, "sequence ", seq.seq_id,
+           " already has blocks");
+  seq.num_cached_tokens = forked * block_size_;
   const int nb = seq.num_blocks();
   std::optional<uint64_t> prev;  // hash of the previous full block (chain prefix)
   bool cache_miss = false;
-  for (int i = 0; i < nb; ++i) {
+  if (forked > 0) {
+    const Block& last = blocks_[static_cast<size_t>(seq.block_table.back())];
+    if (last.has_hash) prev = last.hash;
+    else cache_miss = true;
+  }
+  for (int i = forked; i < nb; ++i) {
     std::span<const int> tokens = seq.block(i);
     const bool full = static_cast<int>(tokens.size()) == block_size_;
     std::optional<uint64_t> h;

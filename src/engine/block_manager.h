@@ -39,7 +39,14 @@ class BlockManager {
   // seq.num_cached_tokens. register_misses=false leaves freshly allocated full blocks
   // unhashed; the caller registers them with register_computed() once their KV is computed
   // in the current step (chunked prefill must not publish blocks computed in later steps).
+  // A forked sequence (fork()) keeps its shared blocks and gets the rest allocated.
   void allocate(Sequence& seq, bool register_misses = true);
+  // n > 1: `child` (same prompt as `parent`, no blocks yet) shares the parent's full prompt
+  // blocks (call once the parent's prompt KV is computed: after the forward of the step that
+  // samples its first token) except the block holding the last prompt token (so the child
+  // computes at least one token and gets its own logits): their ref counts go up, child's
+  // block_table and num_cached_tokens cover them. The child then waits for allocate() as usual.
+  void fork(const Sequence& parent, Sequence& child);
   // Hashes and registers every still-unhashed full block lying inside [0, num_tokens).
   void register_computed(Sequence& seq, int num_tokens);
   void deallocate(Sequence& seq);

@@ -13,6 +13,7 @@ uint64_t LLM::add_request(const Prompt& p, const SamplingParams& sp) {
 uint64_t LLM::add_request_streaming(const Prompt& p, const SamplingParams& sp) {
   return engine_->add_request(p, sp, true);
 }
+void LLM::prepare_constraint(const StructuredOutputsParams& so) const { engine_->prepare_constraint(so); }
 std::vector<RequestOutput> LLM::step() { return engine_->step(); }
 bool LLM::is_finished() const { return engine_->is_finished(); }
 void LLM::abort(uint64_t id) { engine_->abort(id); }

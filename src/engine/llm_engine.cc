@@ -29,6 +29,11 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   for (int id : mc_.eos_token_ids)
     if (std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end()) eos_ids_.push_back(id);
 
+  if (tokenizer_)
+    structured_ = std::make_unique<StructuredDecoding>(
+        *tokenizer_, eos_ids_, mc_.vocab_size,
+        structured::tool_call_format_for_template(tokenizer_->chat_template()));
+
   runner_ = std::make_unique<ModelRunner>(config_, mc_);
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
   config_.device = device_name(runner_->backend().device());
@@ -82,6 +87,23 @@ std::vector<int> LLMEngine::prompt_token_ids(const Prompt& prompt) const {
   return ids;
 }
 
+// Completion i > 0 of a request samples from its own Philox stream: a seed derived from the
+// request's seed (splitmix64 of seed + i), so a seeded request with n > 1 is reproducible.
+static uint64_t completion_seed(uint64_t seed, int index) {
+  if (index == 0) return seed;
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * uint64_t(index);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void LLMEngine::prepare_constraint(const StructuredOutputsParams& so) const {
+  if (so.empty()) return;
+  NV_CHECK(structured_ != nullptr, "structured outputs need a tokenizer (the model directory has no "
+           "tokenizer.json)");
+  (void)structured_->compile(so);
+}
+
 uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params, bool stream) {
   params.validate();
   uint64_t seed = 0;
@@ -96,24 +118,52 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  prepare_constraint(params.structured_outputs);
 
-  const uint64_t id = next_id_++;
-  auto owned = std::make_unique<Request>(id, std::move(ids), params, seed,
-                                         config_.kvcache_block_size, eos_ids_, tokenizer_.get(),
-                                         stream);
-  Request& r = *owned;
-  requests_.emplace(id, std::move(owned));
-  if (tracer_) tracer_->arrived(id, r.seq.num_prompt_tokens);
+  // One Request per completion (consecutive ids); only completion 0 is scheduled now, the
+  // others fork from it after its prefill (fork_completions).
+  const uint64_t output_id = next_id_;
+  std::vector<Request*> group;
+  for (int i = 0; i < params.n; ++i) {
+    const uint64_t id = next_id_++;
+    auto owned = std::make_unique<Request>(id, ids, params, completion_seed(seed, i),
+                                           config_.kvcache_block_size, eos_ids_, tokenizer_.get(),
+                                           stream);
+    owned->output_id = output_id;
+    owned->index = i;
+    owned->held = i > 0;
+    if (!params.structured_outputs.empty()) owned->grammar = structured_->start(params.structured_outputs);
+    group.push_back(owned.get());
+    requests_.emplace(id, std::move(owned));
+  }
+  if (params.n > 1)
+    for (Request* r : group) group[0]->group.push_back(r->id);
+  Request& r = *group[0];
+  if (tracer_) tracer_->arrived(output_id, r.seq.num_prompt_tokens);
   try {
     scheduler_->add(&r.seq);
   } catch (const Error& e) {
-    // The request can never run: report it as a finished error output on the next step().
-    r.seq.status = SequenceStatus::FINISHED;
-    r.seq.finish_reason = FinishReason::kError;
-    r.error = e.what();
-    finish_request(r, pending_outputs_);
+    // The request can never run: every completion is reported as a finished error output
+    // (and final delta) on the next step().
+    for (Request* c : group) {
+      c->seq.status = SequenceStatus::FINISHED;
+      c->seq.finish_reason = FinishReason::kError;
+      c->error = e.what();
+      finish_request(*c, pending_outputs_);
+    }
   }
-  return id;
+  return output_id;
+}
+
+void LLMEngine::fork_completions(Request& parent) {
+  for (uint64_t id : parent.group) {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || !it->second->held) continue;
+    Request& child = *it->second;
+    child.held = false;
+    scheduler_->block_manager().fork(parent.seq, child.seq);
+    scheduler_->add(&child.seq);
+  }
 }
 
 Request& LLMEngine::request_of(const Sequence& seq) {
@@ -175,10 +225,14 @@ std::vector<RequestOutput> LLMEngine::step() {
     if (!ss.sample) continue;
     Request& r = request_of(*ss.seq);
     batch.rows.push_back(r.sampling.row(r.seq.num_completion_tokens()));
+    if (r.grammar) batch.rows.back().allowed = r.grammar->allowed();
     sampled.push_back(&r);
   }
   const SampleResult res = runner_->backend().sample(logits, batch);
   if (tracer_) tracer_->mark(StepMark::kSampled);
+  // n > 1: a first completion's prompt KV is computed now; fork the others from it.
+  for (Request* r : sampled)
+    if (!r->group.empty() && r->seq.num_completion_tokens() == 0) fork_completions(*r);
 
   // Appends the tokens; EOS, stop tokens and length finish sequences (blocks freed at once).
   scheduler_->postprocess(so, res.tokens);
@@ -190,6 +244,20 @@ std::vector<RequestOutput> LLMEngine::step() {
       // A stop string: finish now (frees the blocks); it wins over a reason the scheduler gave.
       if (!r.finished()) scheduler_->finish(r.id, FinishReason::kStop);
       r.seq.finish_reason = FinishReason::kStop;
+    }
+    if (r.grammar) {
+      // The grammar's end (EOS taken, or nothing but EOS allowed) finishes the request, EOS
+      // ignored or not. A token the grammar refuses would be a bug of the mask: it ends this
+      // request with an error rather than the engine with an exception.
+      FinishReason reason = FinishReason::kStop;
+      if (!r.grammar->accept(token)) {
+        r.error = "internal error: sampled token " + std::to_string(token) + " is outside the output constraint";
+        reason = FinishReason::kError;
+      }
+      if (reason == FinishReason::kError || r.grammar->done()) {
+        if (!r.finished()) scheduler_->finish(r.id, reason);
+        r.seq.finish_reason = reason;
+      }
     }
     if (r.finished()) finish_request(r, out);
     else if (r.stream) push_delta(r, false);
@@ -206,9 +274,17 @@ bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pendin
 
 void LLMEngine::abort(uint64_t id) {
   auto it = requests_.find(id);
-  if (it == requests_.end()) return;
-  scheduler_->finish(id, FinishReason::kAbort);
-  finish_request(*it->second, pending_outputs_);
+  if (it == requests_.end() || it->second->index != 0) return;
+  std::vector<uint64_t> ids = it->second->group;  // n > 1: every completion
+  if (ids.empty()) ids.push_back(id);
+  for (uint64_t rid : ids) {
+    auto r = requests_.find(rid);
+    if (r == requests_.end()) continue;
+    if (r->second->held) r->second->seq.status = SequenceStatus::FINISHED;  // never scheduled
+    else scheduler_->finish(rid, FinishReason::kAbort);
+    r->second->seq.finish_reason = FinishReason::kAbort;
+    finish_request(*r->second, pending_outputs_);
+  }
   stats_->refresh(*scheduler_);
 }
 
@@ -223,16 +299,20 @@ std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompt
                                                bool progress) {
   NV_CHECK(params.size() == 1 || params.size() == prompts.size(), "generate: ", params.size(),
            " sampling params for ", prompts.size(), " prompts (give one or one per prompt)");
-  std::vector<uint64_t> ids;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    ids.push_back(add_request(prompts[i], params.size() == 1 ? params[0] : params[i], false));
-  std::map<uint64_t, RequestOutput> done;
+  // Outputs keyed by (request id, index): a request with n > 1 gives n, in index order.
+  std::vector<std::pair<uint64_t, int>> ids;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const SamplingParams& p = params.size() == 1 ? params[0] : params[i];
+    const uint64_t id = add_request(prompts[i], p, false);
+    for (int k = 0; k < p.n; ++k) ids.emplace_back(id, k);
+  }
+  std::map<std::pair<uint64_t, int>, RequestOutput> done;
   ProgressBar bar("generate", int64_t(prompts.size()), progress);
   const EngineStats& st = stats();
   int64_t p0 = st.prefill_tokens, d0 = st.decode_tokens;
   double ps0 = st.prefill_seconds, ds0 = st.decode_seconds;
   while (done.size() < ids.size()) {
-    for (auto& o : step()) done[o.request_id] = std::move(o);
+    for (auto& o : step()) done[{o.request_id, o.index}] = std::move(o);
     if (progress) {
       char buf[128];
       double ps = st.prefill_seconds - ps0, ds = st.decode_seconds - ds0;
@@ -245,9 +325,9 @@ std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompt
   }
   bar.finish();
   std::vector<RequestOutput> out;
-  for (uint64_t id : ids) {
+  for (const auto& id : ids) {
     auto it = done.find(id);
-    NV_CHECK(it != done.end(), "request ", id, " did not finish");
+    NV_CHECK(it != done.end(), "request ", id.first, " (completion ", id.second, ") did not finish");
     out.push_back(std::move(it->second));
   }
   return out;

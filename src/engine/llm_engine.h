@@ -14,6 +14,7 @@
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/structured_decoding.h"
 #include "engine/stats_recorder.h"
 #include "nanovllm/config.h"
 #include "nanovllm/prompt.h"
@@ -34,6 +35,9 @@ class LLMEngine {
   bool is_finished() const;
   void abort(uint64_t request_id);
   std::vector<StreamDelta> take_stream_deltas();
+  // Compiles (and caches) an output constraint; throws Error naming what is unsupported.
+  // Thread-safe (the server calls it on handler threads).
+  void prepare_constraint(const StructuredOutputsParams& so) const;
   std::vector<RequestOutput> generate(const std::vector<Prompt>& prompts,
                                       const std::vector<SamplingParams>& params, bool progress);
 
@@ -50,6 +54,8 @@ class LLMEngine {
  private:
   std::vector<int> prompt_token_ids(const Prompt& prompt) const;
   Request& request_of(const Sequence& seq);
+  // n > 1: completions 1..n-1 share the prompt blocks `parent`'s prefill just computed.
+  void fork_completions(Request& parent);
   // A request that finished (seq.finish_reason set, no longer in the scheduler): its output
   // goes to `out`, its final delta to the stream; then it moves to retired_.
   void finish_request(Request& r, std::vector<RequestOutput>& out);
@@ -58,6 +64,7 @@ class LLMEngine {
   Config config_;
   ModelConfig mc_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<StructuredDecoding> structured_;  // null without a tokenizer
   std::vector<int> eos_ids_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -8,6 +8,7 @@ Request::Request(uint64_t id_, std::vector<int> prompt_ids, const SamplingParams
                  uint64_t seed, int block_size, std::span<const int> eos_ids,
                  const Tokenizer* tokenizer, bool stream_)
     : id(id_),
+      output_id(id_),
       stream(stream_),
       params(params_),
       seq(id_, std::move(prompt_ids), params, block_size),
@@ -16,7 +17,8 @@ Request::Request(uint64_t id_, std::vector<int> prompt_ids, const SamplingParams
 
 RequestOutput Request::final_output() const {
   RequestOutput o;
-  o.request_id = id;
+  o.request_id = output_id;
+  o.index = index;
   const auto prompt = seq.prompt_token_ids();
   const auto completion = seq.completion_token_ids();
   o.prompt_token_ids.assign(prompt.begin(), prompt.end());
@@ -31,7 +33,8 @@ RequestOutput Request::final_output() const {
 }
 
 bool Request::next_delta(bool final, StreamDelta& d) {
-  d.request_id = id;
+  d.request_id = output_id;
+  d.index = index;
   const bool any = output.take_delta(seq.completion_token_ids(), final, d);
   d.finished = final;
   d.finish_reason = final ? finish_reason_name(seq.finish_reason) : "";

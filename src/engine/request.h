@@ -11,6 +11,7 @@
 #include "engine/output_stream.h"
 #include "engine/request_sampling.h"
 #include "engine/sequence.h"
+#include "engine/structured_decoding.h"
 #include "nanovllm/request_output.h"
 #include "nanovllm/sampling_params.h"
 
@@ -23,7 +24,13 @@ struct Request {
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
-  const uint64_t id;
+  const uint64_t id;                // the sequence's id
+  // n > 1: one Request per completion. The caller sees completion 0's id with an index.
+  uint64_t output_id;               // = id of completion 0
+  int index = 0;                    // which of the n completions
+  std::vector<uint64_t> group;      // completion 0 of n > 1: every completion's id
+  bool held = false;                // completion > 0, not yet forked into the scheduler
+  std::unique_ptr<SequenceGrammar> grammar;  // null without structured_outputs
   const bool stream;               // produces StreamDeltas
   const SamplingParams params;
   Sequence seq;                    // prompt + generated ids, blocks, status, finish reason

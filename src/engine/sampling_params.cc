@@ -30,6 +30,14 @@ void SamplingParams::validate() const {
     if (!(bias >= -100.f && bias <= 100.f))
       NV_THROW("logit_bias values must be in [-100, 100], got ", bias, " for token ", token);
   }
+  if (n < 1 || n > 64) NV_THROW("n must be in [1, 64], got ", n);
+  const StructuredOutputsParams& so = structured_outputs;
+  const int constraints = int(!so.json.empty()) + int(!so.regex.empty()) + int(!so.choice.empty()) +
+                          int(so.json_object) + int(!so.tools.empty());
+  if (constraints > 1)
+    NV_THROW("structured_outputs: give only one of json, regex, choice, json_object, tools");
+  if (!so.tool_name.empty() && so.tools.empty())
+    NV_THROW("structured_outputs.tool_name '", so.tool_name, "' needs structured_outputs.tools");
 }
 
 }  // namespace nanovllm

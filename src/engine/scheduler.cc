@@ -41,9 +41,10 @@ void Scheduler::add(Sequence* seq) {
     NV_THROW("prompt has ", n, " tokens, more than max_num_batched_tokens ",
              config_.max_num_batched_tokens, " (raise it or use the mixed policy)");
   if (live_.count(seq->seq_id)) NV_THROW("duplicate sequence id ", seq->seq_id);
-  NV_CHECK(seq->block_table.empty(), "a new sequence must not hold blocks");
+  // Only blocks shared by BlockManager::fork (n > 1), all of them computed.
+  NV_CHECK(seq->num_cached_tokens == int(seq->block_table.size()) * config_.block_size,
+           "a new sequence must hold no blocks but those BlockManager::fork shared");
   seq->status = SequenceStatus::WAITING;
-  seq->num_cached_tokens = 0;
   seq->prefilled = false;
   live_.emplace(seq->seq_id, seq);
   waiting_.push_back(seq);

@@ -1,5 +1,6 @@
 #include "server/engine_loop.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -36,7 +37,7 @@ void Channel::push(StreamDelta d) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (done_) return;
-    if (d.finished) done_ = true;
+    if (d.finished && ++finished_ >= n_) done_ = true;
     q_.push_back(std::move(d));
   }
   cv_.notify_all();
@@ -50,6 +51,20 @@ void Channel::fail(ApiError e) {
     done_ = true;
   }
   cv_.notify_all();
+}
+
+void Channel::end_remaining(const std::string& reason, const std::string& error) {
+  for (int i = 0; i < n_; ++i) {
+    if (engine_done_[size_t(i)]) continue;
+    engine_done_[size_t(i)] = 1;
+    StreamDelta d;
+    d.request_id = request_id_;
+    d.index = i;
+    d.finished = true;
+    d.finish_reason = reason;
+    d.error = error;
+    push(std::move(d));
+  }
 }
 
 // --- EngineLoop ---
@@ -77,6 +92,8 @@ void EngineLoop::stop() {
 
 std::shared_ptr<Channel> EngineLoop::submit(EngineRequest req, Clock::time_point arrival) {
   auto ch = std::make_shared<Channel>();
+  ch->n_ = std::max(1, req.params.n);
+  ch->engine_done_.assign(size_t(ch->n_), 0);
   ch->req_ = std::move(req);
   ch->arrival_ = arrival;
   {
@@ -160,6 +177,12 @@ void EngineLoop::dispatch(std::vector<StreamDelta> deltas) {
     }
     if (d.finished) {
       metrics_.count_finished(d.finish_reason);
+      if (d.index >= 0 && d.index < ch.n_) ch.engine_done_[size_t(d.index)] = 1;
+      const bool all = std::all_of(ch.engine_done_.begin(), ch.engine_done_.end(), [](char c) { return c != 0; });
+      if (!all) {
+        ch.push(std::move(d));
+        continue;
+      }
       metrics_.add_prompt_tokens(d.num_prompt_tokens);
       if (ch.got_first_) metrics_.e2e.observe(std::chrono::duration<double>(now - ch.arrival_).count());
       auto keep = it->second;
@@ -184,12 +207,7 @@ void EngineLoop::fail_all_live(const std::string& message) {
       ch->fail(ApiError(500, message, "server_error", "", "engine_error"));
       continue;
     }
-    StreamDelta d;
-    d.request_id = id;
-    d.finished = true;
-    d.finish_reason = "error";
-    d.error = message;
-    ch->push(std::move(d));
+    ch->end_remaining("error", message);
   }
   live_.clear();
   try {
@@ -228,13 +246,7 @@ void EngineLoop::run() {
         for (auto& [id, ch] : live_) ids.push_back(id);
         for (uint64_t id : ids) llm_.abort(id);
         dispatch(llm_.take_stream_deltas());
-        for (auto& [id, ch] : live_) {  // anything the engine did not end itself
-          StreamDelta d;
-          d.request_id = id;
-          d.finished = true;
-          d.finish_reason = "abort";
-          ch->push(std::move(d));
-        }
+        for (auto& [id, ch] : live_) ch->end_remaining("abort", "");  // what the engine did not end
         live_.clear();
         publish();
         return;

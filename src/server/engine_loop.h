@@ -48,6 +48,8 @@ class Channel {
   // Engine thread.
   void push(StreamDelta d);
   void fail(ApiError e);
+  // Engine thread: a final delta (reason, error) for every completion not yet finished.
+  void end_remaining(const std::string& reason, const std::string& error);
 
  private:
   friend class EngineLoop;
@@ -59,6 +61,9 @@ class Channel {
 
   // Engine-thread-only state.
   EngineRequest req_;
+  int n_ = 1;                     // completions (SamplingParams::n): done after n final deltas
+  int finished_ = 0;              // final deltas pushed (under mu_)
+  std::vector<char> engine_done_;  // engine thread: index -> its final delta was routed
   Clock::time_point arrival_, last_token_;
   uint64_t request_id_ = 0;
   bool in_engine_ = false;

@@ -6,8 +6,10 @@
 
 #include "server/guarded_server.h"
 #include "server/handlers.h"
+#include "server/choice_output.h"
 #include "server/openai_response.h"
 #include "tokenizer/tokenizer.h"
+#include "util/check.h"
 
 namespace nanovllm::server {
 
@@ -49,7 +51,16 @@ struct ResponsePlan {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  int n = 1;                 // choices (SamplingParams::n)
+  ChoiceOptions choice;      // chat: reasoning / tool-call parsing
+  std::string echo_text;     // completions with echo: the prompt text
   std::string prompt_param;  // "prompt" or "messages": named by prompt errors
+
+  ChoiceOptions choice_options(int index) const {
+    ChoiceOptions o = choice;
+    o.call_id_prefix += std::to_string(index) + "_";
+    return o;
+  }
 };
 
 TokenText token_text(const Tokenizer* tok) {
@@ -84,24 +95,36 @@ std::vector<StreamDelta> wait_first(Channel& ch, const ResponsePlan& plan) {
   }
 }
 
-void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> first,
-                  const ResponsePlan& plan, httplib::Response& res) {
+// One choice's output collected for a whole (non-streamed) response.
+struct Collected {
   std::string text;
   std::vector<int> ids;
   std::vector<TokenLogprobs> lps;
+  bool finished = false;
+  StreamDelta last;  // its final delta (finish reason, counts)
+};
+
+int choice_index(const StreamDelta& d, int n) { return d.index >= 0 && d.index < n ? d.index : 0; }
+
+void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> first,
+                  const ResponsePlan& plan, httplib::Response& res) {
+  std::vector<Collected> out(size_t(plan.n));
+  int finished = 0;
   std::vector<StreamDelta> batch = std::move(first);
-  const StreamDelta* last = nullptr;
-  StreamDelta final_delta;
   auto next_check = Clock::now() + 100ms;
   for (;;) {
     for (auto& d : batch) {
-      text += d.text;
-      ids.insert(ids.end(), d.token_ids.begin(), d.token_ids.end());
-      lps.insert(lps.end(), d.logprobs.begin(), d.logprobs.end());
-      final_delta = d;
-      last = &final_delta;
+      Collected& c = out[size_t(choice_index(d, plan.n))];
+      c.text += d.text;
+      c.ids.insert(c.ids.end(), d.token_ids.begin(), d.token_ids.end());
+      c.lps.insert(c.lps.end(), d.logprobs.begin(), d.logprobs.end());
+      if (d.finished && !c.finished) {
+        c.finished = true;
+        c.last = std::move(d);
+        ++finished;
+      }
     }
-    if (last && last->finished) break;
+    if (finished >= plan.n) break;
     Channel::Batch b = ch.wait(100ms);
     if (b.error) throw *b.error;
     if (b.done && b.deltas.empty()) break;
@@ -113,19 +136,32 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
       next_check = Clock::now() + 100ms;
     }
   }
-  if (!last) throw ApiError(500, "request ended without output", "server_error");
-  if (last->finish_reason == "error") throw engine_error(*last, plan);
-  json usage = usage_json(last->num_prompt_tokens, last->num_generated_tokens);
-  json lp = nullptr;
-  if (plan.logprobs) {
-    size_t offset = 0;
-    lp = plan.meta.chat ? chat_logprobs(ids, lps, token_text(ctx.tokenizer))
-                        : completion_logprobs(ids, lps, token_text(ctx.tokenizer), offset);
+  int prompt_tokens = 0, completion_tokens = 0;
+  json choices = json::array();
+  for (int i = 0; i < plan.n; ++i) {
+    const Collected& c = out[size_t(i)];
+    if (!c.finished) throw ApiError(500, "request ended without output", "server_error");
+    if (c.last.finish_reason == "error") throw engine_error(c.last, plan);
+    prompt_tokens = c.last.num_prompt_tokens;
+    completion_tokens += c.last.num_generated_tokens;
+    json lp = nullptr;
+    if (plan.logprobs) {
+      size_t offset = 0;
+      lp = plan.meta.chat ? chat_logprobs(c.ids, c.lps, token_text(ctx.tokenizer))
+                          : completion_logprobs(c.ids, c.lps, token_text(ctx.tokenizer), offset);
+    }
+    if (plan.meta.chat) {
+      ChoiceOutput co(plan.choice_options(i));
+      (void)co.push(c.text);
+      (void)co.finish();
+      choices.push_back(chat_choice(i, co.message(), co.finish_reason(c.last.finish_reason), lp));
+    } else {
+      choices.push_back(completion_choice(i, plan.echo_text + c.text, c.last.finish_reason, lp));
+    }
   }
-  json body = plan.meta.chat ? chat_response(plan.meta, text, last->finish_reason, lp, usage)
-                             : completion_response(plan.meta, text, last->finish_reason, lp, usage);
   res.status = 200;
-  res.set_content(dump_json(body), "application/json");
+  res.set_content(dump_json(response_body(plan.meta, std::move(choices), usage_json(prompt_tokens, completion_tokens))),
+                  "application/json");
 }
 
 // State of one SSE stream, shared by the content provider and its releaser.
@@ -135,42 +171,71 @@ struct StreamState {
   std::shared_ptr<Channel> ch;
   ResponsePlan plan;
   std::vector<StreamDelta> buffered;
-  bool sent_role = false;
+  struct Choice {
+    std::unique_ptr<ChoiceOutput> out;  // chat only
+    bool started = false;               // role chunk (chat) / echo (completions) sent
+    bool finished = false;
+    size_t lp_offset = 0;
+  };
+  std::vector<Choice> choices;
+  int num_finished = 0;
+  int prompt_tokens = 0, completion_tokens = 0;
   bool finished = false;
-  size_t lp_offset = 0;
 
-  // SSE text for `d` (content chunk, then on the last delta the finish/usage chunks + [DONE]).
+  void init() {
+    choices.resize(size_t(plan.n));
+    if (plan.meta.chat)
+      for (int i = 0; i < plan.n; ++i) choices[size_t(i)].out = std::make_unique<ChoiceOutput>(plan.choice_options(i));
+  }
+
+  // SSE text for `d`: its content chunks; on its final delta the choice's finish chunk, and after
+  // the last choice's the usage chunk + [DONE].
   std::string render(const StreamDelta& d) {
     std::string out;
     const ResponseMeta& m = plan.meta;
-    if (m.chat && !sent_role) {
-      out += sse_event(chat_chunk(m, json{{"role", "assistant"}, {"content", ""}}, "", nullptr));
-      sent_role = true;
+    const int i = choice_index(d, plan.n);
+    Choice& c = choices[size_t(i)];
+    if (c.finished) return out;
+    if (!c.started) {
+      c.started = true;
+      if (m.chat) out += sse_event(chat_chunk(m, json{{"role", "assistant"}, {"content", ""}}, "", nullptr, i));
+      else if (!plan.echo_text.empty()) out += sse_event(completion_chunk(m, plan.echo_text, "", nullptr, i));
     }
-    const bool has_lp = plan.logprobs && !d.token_ids.empty();
-    if (!d.text.empty() || has_lp) {
-      json lp = nullptr;
-      if (has_lp) {
-        lp = m.chat ? chat_logprobs(d.token_ids, d.logprobs, token_text(ctx->tokenizer))
-                    : completion_logprobs(d.token_ids, d.logprobs, token_text(ctx->tokenizer), lp_offset);
+    json lp = nullptr;
+    if (plan.logprobs && !d.token_ids.empty()) {
+      lp = m.chat ? chat_logprobs(d.token_ids, d.logprobs, token_text(ctx->tokenizer))
+                  : completion_logprobs(d.token_ids, d.logprobs, token_text(ctx->tokenizer), c.lp_offset);
+    }
+    if (m.chat) {
+      std::vector<json> deltas = c.out->push(d.text);
+      if (d.finished) {
+        std::vector<json> rest = c.out->finish();
+        deltas.insert(deltas.end(), rest.begin(), rest.end());
       }
-      out += sse_event(m.chat ? chat_chunk(m, json{{"content", d.text}}, "", lp)
-                              : completion_chunk(m, d.text, "", lp));
+      if (deltas.empty() && !lp.is_null()) deltas.push_back(json{{"content", ""}});
+      for (auto& delta : deltas) {
+        out += sse_event(chat_chunk(m, delta, "", lp, i));
+        lp = nullptr;  // the step's logprobs ride on its first chunk
+      }
+    } else if (!d.text.empty() || !lp.is_null()) {
+      out += sse_event(completion_chunk(m, d.text, "", lp, i));
     }
-    if (d.finished) {
+    if (!d.finished) return out;
+    c.finished = true;
+    ++num_finished;
+    prompt_tokens = d.num_prompt_tokens;
+    completion_tokens += d.num_generated_tokens;
+    if (d.finish_reason == "error") {
+      out += sse_event(error_json(engine_error(d, plan)));
       finished = true;
-      if (d.finish_reason == "error") {
-        ApiError e = engine_error(d, plan);
-        out += sse_event(error_json(e));
-      } else {
-        out += sse_event(m.chat ? chat_chunk(m, json::object(), d.finish_reason, nullptr)
-                                : completion_chunk(m, "", d.finish_reason, nullptr));
-        if (plan.include_usage)
-          out += sse_event(usage_chunk(m, usage_json(d.num_prompt_tokens, d.num_generated_tokens)));
-      }
-      out += sse_done();
+      return out + sse_done();
     }
-    return out;
+    out += sse_event(m.chat ? chat_chunk(m, json::object(), c.out->finish_reason(d.finish_reason), nullptr, i)
+                            : completion_chunk(m, "", d.finish_reason, nullptr, i));
+    if (num_finished < plan.n) return out;
+    finished = true;
+    if (plan.include_usage) out += sse_event(usage_chunk(m, usage_json(prompt_tokens, completion_tokens)));
+    return out + sse_done();
   }
 };
 
@@ -182,6 +247,7 @@ void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector
   st->plan = plan;
   st->buffered = std::move(first);
   st->in_flight.emplace(std::move(in_flight));
+  st->init();
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -205,7 +271,8 @@ void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector
           }
         }
         std::string out;
-        for (auto& d : st->buffered) out += st->render(d);
+        for (auto& d : st->buffered)
+          if (!st->finished) out += st->render(d);
         st->buffered.clear();
         // Never write an empty chunk: httplib treats a 0-byte write as the end of the data.
         if (!out.empty() && !sink.write(out.data(), out.size())) return false;
@@ -217,6 +284,35 @@ void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector
         if (!st->ch->done()) st->ctx->loop->abort(st->ch);
         st->in_flight.reset();
       });
+}
+
+// The completion prompt as text (echo): the string sent, or the ids decoded.
+std::string prompt_text(const GenerationRequest& g, const EngineRequest& prepared, const Tokenizer* tok) {
+  if (auto* text = std::get_if<std::string>(&g.prompt)) return *text;
+  if (!tok) throw bad_request("'echo' with token-id prompts needs the model's tokenizer.json", "echo");
+  return tok->decode(prepared.prompt_ids, /*skip_special_tokens=*/false);
+}
+
+// Whether the rendered chat prompt ends inside an open <think> (the template opened it for the
+// model, DeepSeek-R1 style): then the output starts as reasoning without the tag.
+bool prompt_opens_think(const std::vector<int>& ids, const Tokenizer* tok) {
+  if (!tok || ids.empty()) return false;
+  const size_t k = std::min<size_t>(ids.size(), 4);
+  std::string tail = tok->decode(std::vector<int>(ids.end() - long(k), ids.end()), false);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail.size() >= 7 && tail.compare(tail.size() - 7, 7, "<think>") == 0;
+}
+
+// Compiles the output constraint here (cached; never on the engine thread): unsupported schema
+// features become a 400 naming the request field and the feature.
+void prepare_constraint(ServerContext& ctx, const GenerationRequest& g) {
+  if (g.params.structured_outputs.empty() || !ctx.llm) return;
+  if (!ctx.tokenizer) throw bad_request("output constraints need the model's tokenizer.json", g.constraint_param);
+  try {
+    ctx.llm->prepare_constraint(g.params.structured_outputs);
+  } catch (const Error& e) {
+    throw bad_request(g.constraint_param + ": " + client_message(e.what()), g.constraint_param);
+  }
 }
 
 }  // namespace
@@ -243,13 +339,21 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     plan.stream = g.stream;
     plan.include_usage = g.include_usage;
     plan.logprobs = g.logprobs;
+    plan.n = g.params.n;
     plan.prompt_param = chat ? "messages" : "prompt";
+    plan.choice.reasoning = chat && ctx.reasoning;
+    plan.choice.tools = g.parse_tool_calls;
+    plan.choice.format = ctx.tool_format;
+    plan.choice.call_id_prefix = "call_" + plan.meta.id.substr(plan.meta.id.size() - 12) + "_";
     // Template rendering and tokenization here, on this handler thread, a bounded number at once.
     EngineRequest prepared;
     {
       PrepGate::Slot slot = ctx.prep->acquire(arrival + ctx.prep_timeout, client_gone);
       if (!slot.held()) throw ClientGone{};
       prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
+      if (g.echo) plan.echo_text = prompt_text(g, prepared, ctx.tokenizer);
+      if (plan.choice.reasoning) plan.choice.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
+      prepare_constraint(ctx, g);
     }
     ch = ctx.loop->submit(std::move(prepared), arrival);
     std::vector<StreamDelta> first = wait_first(*ch, plan);

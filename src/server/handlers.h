@@ -9,6 +9,7 @@
 #include "server/httplib_include.h"
 #include "server/metrics.h"
 #include "server/prompt_prep.h"
+#include "structured/tool_parser.h"
 
 namespace nanovllm {
 class Tokenizer;
@@ -21,6 +22,11 @@ struct ServerContext {
   ServerMetrics* metrics = nullptr;
   PrepGate* prep = nullptr;
   const Tokenizer* tokenizer = nullptr;  // immutable and thread-safe; null without tokenizer.json
+  // Only for LLM::prepare_constraint (thread-safe); everything else of the LLM is the engine
+  // thread's.
+  const LLM* llm = nullptr;
+  bool reasoning = false;  // the chat template writes <think>: split reasoning_content
+  structured::ToolCallFormat tool_format = structured::ToolCallFormat::kHermes;
   std::string model_name;                // served model name
   std::string model_path;                // --model (also accepted as a model name)
   int max_model_len = 0;
@@ -42,5 +48,9 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
 // POST /v1/completions (chat = false) and /v1/chat/completions (chat = true); `body` is the
 // request body, already read within the size limit.
 void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat);
+
+// POST /tokenize and /detokenize (vLLM's request and response shapes), tokenize_handler.cc.
+void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Response& res);
+void handle_detokenize(ServerContext& ctx, const std::string& body, httplib::Response& res);
 
 }  // namespace nanovllm::server

@@ -2,6 +2,8 @@
 // (routes: routes.cc).
 #include "server/http_server.h"
 
+#include "tokenizer/tokenizer.h"
+
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -71,6 +73,12 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   ctx.metrics = &metrics;
   ctx.prep = &prep;
   ctx.tokenizer = llm.tokenizer();
+  ctx.llm = &llm;
+  if (ctx.tokenizer) {
+    const std::string& tmpl = ctx.tokenizer->chat_template();
+    ctx.reasoning = tmpl.find("<think>") != std::string::npos;  // Qwen3, DeepSeek-R1 style
+    ctx.tool_format = structured::tool_call_format_for_template(tmpl);
+  }
   ctx.model_path = llm.config().model;
   ctx.model_name = opt.served_model_name.empty() ? ctx.model_path : opt.served_model_name;
   ctx.max_model_len = llm.config().max_model_len;

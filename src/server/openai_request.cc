@@ -5,6 +5,7 @@
 #include <map>
 
 #include "server/api_error.h"
+#include "server/request_features.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 
@@ -72,22 +73,6 @@ std::vector<int> get_token_ids(const json& arr, const char* key) {
   return ids;
 }
 
-// Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
-json parse_body(const std::string& body, size_t max_json_depth) {
-  json j;
-  try {
-    JsonLimits limits;
-    limits.max_depth = max_json_depth;
-    j = parse_json(body, "request body", limits);
-  } catch (const Error& e) {
-    std::string msg = client_message(e.what());
-    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
-    throw bad_request(msg, "", "invalid_json");
-  }
-  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
-  return j;
-}
-
 // OpenAI's {"token id": bias}: keys are decimal token ids (JSON object keys are strings).
 std::map<int, float> parse_logit_bias(const json& lb) {
   if (!lb.is_object()) throw type_error("logit_bias", "an object mapping token ids to numbers");
@@ -142,10 +127,7 @@ void parse_common(const json& b, GenerationRequest& r) {
     if (!s->is_array()) throw type_error("stop_token_ids", "a list of integer token ids");
     p.stop_token_ids = get_token_ids(*s, "stop_token_ids");
   }
-  const int n = get_int(b, "n", 1);
-  if (n != 1) throw bad_request("only n = 1 is supported, got n = " + std::to_string(n), "n");
-  const int best_of = get_int(b, "best_of", 1);
-  if (best_of != 1) throw bad_request("only best_of = 1 is supported", "best_of");
+  parse_n(b, r);
   // Ranges are checked by SamplingParams::validate (validate_params), vocabulary ids by the engine.
   p.presence_penalty = float(get_number(b, "presence_penalty", 0.0));
   p.frequency_penalty = float(get_number(b, "frequency_penalty", 0.0));
@@ -201,8 +183,24 @@ std::string content_to_text(const json& content, size_t index) {
 
 }  // namespace
 
+// Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
+json parse_request_body(const std::string& body, size_t max_json_depth) {
+  json j;
+  try {
+    JsonLimits limits;
+    limits.max_depth = max_json_depth;
+    j = parse_json(body, "request body", limits);
+  } catch (const Error& e) {
+    std::string msg = client_message(e.what());
+    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
+    throw bad_request(msg, "", "invalid_json");
+  }
+  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
+  return j;
+}
+
 GenerationRequest parse_completion_request(const std::string& body, size_t max_json_depth) {
-  const json b = parse_body(body, max_json_depth);
+  const json b = parse_request_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = false;
   const json* pr = field(b, "prompt");
@@ -241,16 +239,14 @@ GenerationRequest parse_completion_request(const std::string& body, size_t max_j
       r.params.logprobs = n;
     }
   }
-  if (get_bool(b, "echo", false)) throw bad_request("'echo' is not supported", "echo");
-  if (const json* s = field(b, "suffix"))
-    if (!s->is_string() || !s->get<std::string>().empty())
-      throw bad_request("'suffix' is not supported", "suffix");
+  parse_echo_suffix(b, r);
+  parse_constraints(b, body, max_json_depth, r);
   validate_params(r);
   return r;
 }
 
 GenerationRequest parse_chat_request(const std::string& body, size_t max_json_depth) {
-  const json b = parse_body(body, max_json_depth);
+  const json b = parse_request_body(body, max_json_depth);
   GenerationRequest r;
   r.chat = true;
   const json* msgs = field(b, "messages");
@@ -286,13 +282,7 @@ GenerationRequest parse_chat_request(const std::string& body, size_t max_json_de
     if (!k->is_object()) throw type_error("chat_template_kwargs", "an object");
     r.template_kwargs = *k;
   }
-  if (const json* t = field(b, "tools")) {
-    if (!t->is_array()) throw type_error("tools", "a list of tool objects");
-    for (const auto& x : *t)
-      if (!x.is_object()) throw type_error("tools", "a list of tool objects");
-    if (const json* tc = field(b, "tool_choice"); !(tc && tc->is_string() && *tc == "none"))
-      r.template_kwargs["tools"] = *t;
-  }
+  parse_constraints(b, body, max_json_depth, r);
   r.add_generation_prompt = get_bool(b, "add_generation_prompt", true);
   validate_params(r);
   return r;

@@ -24,10 +24,17 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage
   bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
+  bool echo = false;            // completions: the prompt text precedes the output
+  bool parse_tool_calls = false;  // chat with tools (tool_choice not "none"): output -> tool_calls
+  std::string constraint_param;   // the field params.structured_outputs came from (errors name it)
 };
 
 // Default nesting limit of request bodies (`serve --max-json-depth`).
 inline constexpr size_t kDefaultRequestJsonDepth = 128;
+
+// The body as a JSON object, parsed with the nesting limit (util/json_bounded.h); ApiError 400
+// (code invalid_json) otherwise.
+nlohmann::json parse_request_body(const std::string& body, size_t max_json_depth = kDefaultRequestJsonDepth);
 
 // `body` is the raw request body. Throws ApiError (400) for malformed JSON (numbers out of
 // range included), JSON nested deeper than `max_json_depth`, wrong types and invalid values.

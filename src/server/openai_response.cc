@@ -74,37 +74,44 @@ static json envelope(const ResponseMeta& m, const char* object) {
   return json{{"id", m.id}, {"object", object}, {"created", m.created}, {"model", m.model}};
 }
 
-json completion_response(const ResponseMeta& m, const std::string& text,
-                         const std::string& finish_reason, const json& logprobs, const json& usage) {
-  json j = envelope(m, "text_completion");
-  j["choices"] = json::array({json{{"index", 0}, {"text", text}, {"logprobs", logprobs},
-                                   {"finish_reason", reason_or_null(finish_reason)}}});
+json completion_choice(int index, const std::string& text, const std::string& finish_reason, const json& logprobs) {
+  return json{{"index", index}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", reason_or_null(finish_reason)}};
+}
+
+json chat_choice(int index, const json& message, const std::string& finish_reason, const json& logprobs) {
+  return json{{"index", index}, {"message", message}, {"logprobs", logprobs},
+              {"finish_reason", reason_or_null(finish_reason)}};
+}
+
+json response_body(const ResponseMeta& m, json choices, const json& usage) {
+  json j = envelope(m, m.chat ? "chat.completion" : "text_completion");
+  j["choices"] = std::move(choices);
   j["usage"] = usage;
   return j;
+}
+
+json completion_response(const ResponseMeta& m, const std::string& text,
+                         const std::string& finish_reason, const json& logprobs, const json& usage) {
+  return response_body(m, json::array({completion_choice(0, text, finish_reason, logprobs)}), usage);
 }
 
 json chat_response(const ResponseMeta& m, const std::string& text, const std::string& finish_reason,
                    const json& logprobs, const json& usage) {
-  json j = envelope(m, "chat.completion");
   json msg{{"role", "assistant"}, {"content", text}};
-  j["choices"] = json::array({json{{"index", 0}, {"message", msg}, {"logprobs", logprobs},
-                                   {"finish_reason", reason_or_null(finish_reason)}}});
-  j["usage"] = usage;
-  return j;
+  return response_body(m, json::array({chat_choice(0, msg, finish_reason, logprobs)}), usage);
 }
 
 json completion_chunk(const ResponseMeta& m, const std::string& text, const std::string& finish_reason,
-                      const json& logprobs) {
+                      const json& logprobs, int index) {
   json j = envelope(m, "text_completion");
-  j["choices"] = json::array({json{{"index", 0}, {"text", text}, {"logprobs", logprobs},
-                                   {"finish_reason", reason_or_null(finish_reason)}}});
+  j["choices"] = json::array({completion_choice(index, text, finish_reason, logprobs)});
   return j;
 }
 
 json chat_chunk(const ResponseMeta& m, const json& delta, const std::string& finish_reason,
-                const json& logprobs) {
+                const json& logprobs, int index) {
   json j = envelope(m, "chat.completion.chunk");
-  j["choices"] = json::array({json{{"index", 0}, {"delta", delta}, {"logprobs", logprobs},
+  j["choices"] = json::array({json{{"index", index}, {"delta", delta}, {"logprobs", logprobs},
                                    {"finish_reason", reason_or_null(finish_reason)}}});
   return j;
 }

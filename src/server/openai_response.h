@@ -45,9 +45,18 @@ nlohmann::json chat_response(const ResponseMeta& m, const std::string& text,
 
 // Streamed chunks. finish_reason "" -> null. Chat `delta` is e.g. {"content": "..."}.
 nlohmann::json completion_chunk(const ResponseMeta& m, const std::string& text,
-                                const std::string& finish_reason, const nlohmann::json& logprobs);
+                                const std::string& finish_reason, const nlohmann::json& logprobs,
+                                int index = 0);
 nlohmann::json chat_chunk(const ResponseMeta& m, const nlohmann::json& delta,
-                          const std::string& finish_reason, const nlohmann::json& logprobs);
+                          const std::string& finish_reason, const nlohmann::json& logprobs, int index = 0);
+
+// n > 1: one choice object each ({"index", "message" | "text", "logprobs", "finish_reason"}),
+// then the body around them.
+nlohmann::json chat_choice(int index, const nlohmann::json& message, const std::string& finish_reason,
+                           const nlohmann::json& logprobs);
+nlohmann::json completion_choice(int index, const std::string& text, const std::string& finish_reason,
+                                 const nlohmann::json& logprobs);
+nlohmann::json response_body(const ResponseMeta& m, nlohmann::json choices, const nlohmann::json& usage);
 // The final usage-only chunk (stream_options.include_usage): empty choices.
 nlohmann::json usage_chunk(const ResponseMeta& m, const nlohmann::json& usage);
 

@@ -8,9 +8,8 @@ namespace nanovllm::server {
 
 using nlohmann::json;
 
-namespace {
 
-std::vector<int> render_and_encode(const GenerationRequest& r, const Tokenizer* tok) {
+std::vector<int> render_prompt_ids(const GenerationRequest& r, const Tokenizer* tok, bool add_special_tokens) {
   if (r.chat) {
     if (!tok) throw bad_request("this model has no tokenizer.json: use /v1/completions with token ids", "messages");
     if (tok->chat_template().empty())
@@ -28,22 +27,20 @@ std::vector<int> render_and_encode(const GenerationRequest& r, const Tokenizer* 
     } catch (const Error& e) {
       throw bad_request("chat template: " + client_message(e.what()), "messages");
     }
-    return tok->encode(text, /*add_special_tokens=*/false);  // the template has them
+    return tok->encode(text, /*add_special_tokens=*/false);  // the template has them (vLLM's default)
   }
   if (auto* text = std::get_if<std::string>(&r.prompt)) {
     if (!tok) throw bad_request("this model has no tokenizer.json: send the prompt as token ids", "prompt");
-    return tok->encode(*text, /*add_special_tokens=*/true);
+    return tok->encode(*text, add_special_tokens);
   }
   if (auto* ids = std::get_if<std::vector<int>>(&r.prompt)) return *ids;
   throw ApiError(500, "internal error: request without a prompt", "server_error");
 }
 
-}  // namespace
-
 EngineRequest prepare_prompt(const GenerationRequest& r, const Tokenizer* tok, int max_model_len) {
   EngineRequest out;
   out.params = r.params;
-  out.prompt_ids = render_and_encode(r, tok);
+  out.prompt_ids = render_prompt_ids(r, tok);
   const char* prompt_param = r.chat ? "messages" : "prompt";
   const int64_t n = int64_t(out.prompt_ids.size());
   if (n == 0) throw bad_request("The decoder prompt cannot be empty", prompt_param);

@@ -22,6 +22,10 @@ namespace nanovllm::server {
 // an empty prompt ("The decoder prompt cannot be empty"); max_tokens unset (chat) becomes the
 // rest of the context and a prompt of max_model_len tokens or more is refused; otherwise
 // prompt tokens + max_tokens must fit max_model_len.
+// The prompt's token ids alone: rendered chat template or tokenized text (ApiError 400 without
+// a tokenizer / chat template); /tokenize uses it too.
+std::vector<int> render_prompt_ids(const GenerationRequest& r, const Tokenizer* tok, bool add_special_tokens = true);
+
 EngineRequest prepare_prompt(const GenerationRequest& r, const Tokenizer* tok, int max_model_len);
 
 // A counting semaphore with a bounded queue of waiters.

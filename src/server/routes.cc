@@ -27,7 +27,8 @@ const char* status_message(int status) {
 }
 
 bool is_generate_route(const httplib::Request& req) {
-  return req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions");
+  return req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions" ||
+                                   req.path == "/tokenize" || req.path == "/detokenize");
 }
 
 void close_after_response() {
@@ -82,6 +83,14 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
                if (read_body(ctx, req, reader, body, res)) handle_generate(ctx, body, res, chat);
              });
   }
+  svr.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (read_body(ctx, req, reader, body, res)) handle_tokenize(ctx, body, res);
+  });
+  svr.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (read_body(ctx, req, reader, body, res)) handle_detokenize(ctx, body, res);
+  });
   svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
     json model{{"id", ctx.model_name}, {"object", "model"}, {"created", int64_t(std::time(nullptr))},
                {"owned_by", "nanovllm"}, {"root", ctx.model_path}, {"max_model_len", ctx.max_model_len}};

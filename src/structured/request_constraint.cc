@@ -1,6 +1,8 @@
 #include "structured/request_constraint.h"
 
 #include "structured/constraints.h"
+#include "structured/tool_constraint.h"
+#include "util/json_bounded.h"
 
 namespace nanovllm::structured {
 
@@ -10,7 +12,13 @@ namespace {
 
 [[noreturn]] void bad(const std::string& param, const std::string& what) { throw ConstraintError(param + ": " + what); }
 
-RequestConstraint schema_constraint(const std::string& param, const ojson& schema, const JsonSchemaOptions& opt) {
+// A request field and the constraint it gives.
+struct Found {
+  std::string param;
+  StructuredOutputsParams so;
+};
+
+Found schema_field(const std::string& param, const ojson& schema) {
   ojson s = schema;
   if (s.is_string()) {
     try {
@@ -20,79 +28,135 @@ RequestConstraint schema_constraint(const std::string& param, const ojson& schem
     }
   }
   if (!s.is_object() && !s.is_boolean()) bad(param, "the schema must be a JSON object");
-  return {param, "json_schema\n" + s.dump(), [s, opt] { return json_schema_grammar(s, opt); }};
+  Found f{param, {}};
+  f.so.json = s.dump();
+  return f;
 }
 
-RequestConstraint json_object_constraint(const std::string& param, const JsonSchemaOptions& opt) {
-  return {param, "json_object", [opt] { return json_object_grammar(opt); }};
+Found json_object_field(const std::string& param) {
+  Found f{param, {}};
+  f.so.json_object = true;
+  return f;
 }
 
-RequestConstraint regex_constraint(const std::string& param, const ojson& v) {
+Found regex_field(const std::string& param, const ojson& v) {
   if (!v.is_string()) bad(param, "must be a string (a regular expression)");
-  std::string re = v.get<std::string>();
-  return {param, "regex\n" + re, [re] { return regex_grammar(re); }};
+  Found f{param, {}};
+  f.so.regex = v.get<std::string>();
+  return f;
 }
 
-RequestConstraint choice_constraint(const std::string& param, const ojson& v) {
+Found choice_field(const std::string& param, const ojson& v) {
   if (!v.is_array() || v.empty()) bad(param, "must be a non-empty array of strings");
-  std::vector<std::string> choices;
+  Found f{param, {}};
   for (auto& c : v) {
     if (!c.is_string()) bad(param, "must be a non-empty array of strings");
-    choices.push_back(c.get<std::string>());
+    f.so.choice.push_back(c.get<std::string>());
   }
-  return {param, "choice\n" + v.dump(), [choices] { return choice_grammar(choices); }};
+  return f;
 }
 
-std::optional<RequestConstraint> from_response_format(const ojson& rf, const JsonSchemaOptions& opt) {
+std::optional<Found> from_response_format(const ojson& rf) {
   const std::string p = "response_format";
   if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) bad(p, "expected an object with a \"type\"");
   std::string type = rf["type"].get<std::string>();
   if (type == "text") return std::nullopt;
-  if (type == "json_object") return json_object_constraint(p, opt);
+  if (type == "json_object") return json_object_field(p);
   if (type != "json_schema") bad(p, "type \"" + type + "\" is not supported (text, json_object, json_schema are)");
   if (!rf.contains("json_schema") || !rf["json_schema"].is_object() || !rf["json_schema"].contains("schema"))
     bad(p, "json_schema.schema is required");
-  return schema_constraint(p + ".json_schema.schema", rf["json_schema"]["schema"], opt);
+  return schema_field(p + ".json_schema.schema", rf["json_schema"]["schema"]);
 }
 
-std::optional<RequestConstraint> from_structured_outputs(const ojson& so, const JsonSchemaOptions& opt) {
+std::optional<Found> from_structured_outputs(const ojson& so) {
   const std::string p = "structured_outputs";
   if (!so.is_object()) bad(p, "expected an object");
-  std::optional<RequestConstraint> r;
+  std::optional<Found> r;
+  bool compact = false;
   for (auto& [k, v] : so.items()) {
-    std::optional<RequestConstraint> c;
-    if (k == "json") c = schema_constraint(p + ".json", v, opt);
-    else if (k == "regex") c = regex_constraint(p + ".regex", v);
-    else if (k == "choice") c = choice_constraint(p + ".choice", v);
+    std::optional<Found> c;
+    if (k == "json") c = schema_field(p + ".json", v);
+    else if (k == "regex") c = regex_field(p + ".regex", v);
+    else if (k == "choice") c = choice_field(p + ".choice", v);
     else if (k == "json_object") {
-      if (v == true) c = json_object_constraint(p + ".json_object", opt);
+      if (v == true) c = json_object_field(p + ".json_object");
+    } else if (k == "disable_any_whitespace") {
+      if (!v.is_null() && !v.is_boolean()) bad(p + "." + k, "must be a boolean");
+      compact = v == true;
     } else if (k == "grammar" || k == "structural_tag")
       bad(p + "." + k, "is not supported (json, regex, choice, json_object are)");
-    else if (!v.is_null() && k != "disable_fallback" && k != "disable_any_whitespace" && k != "whitespace_pattern")
+    else if (!v.is_null() && k != "disable_fallback" && k != "whitespace_pattern")
       bad(p + "." + k, "is not a known field");
     if (c && r) bad(p, "give only one of json, regex, choice, json_object");
     if (c) r = std::move(c);
   }
+  if (r) r->so.disable_any_whitespace = compact;
   return r;
 }
 
 }  // namespace
 
-std::optional<RequestConstraint> request_constraint(const ojson& body, const JsonSchemaOptions& opt) {
-  std::vector<RequestConstraint> found;
-  auto add = [&](std::optional<RequestConstraint> c) {
+std::optional<StructuredOutputsParams> request_structured_outputs(const ojson& body, std::string* param) {
+  std::vector<Found> found;
+  auto add = [&](std::optional<Found> c) {
     if (c) found.push_back(std::move(*c));
   };
   auto present = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
-  if (present("response_format")) add(from_response_format(body["response_format"], opt));
-  if (present("structured_outputs")) add(from_structured_outputs(body["structured_outputs"], opt));
-  if (present("guided_json")) add(schema_constraint("guided_json", body["guided_json"], opt));
-  if (present("guided_regex")) add(regex_constraint("guided_regex", body["guided_regex"]));
-  if (present("guided_choice")) add(choice_constraint("guided_choice", body["guided_choice"]));
+  if (present("response_format")) add(from_response_format(body["response_format"]));
+  if (present("structured_outputs")) add(from_structured_outputs(body["structured_outputs"]));
+  if (present("guided_json")) add(schema_field("guided_json", body["guided_json"]));
+  if (present("guided_regex")) add(regex_field("guided_regex", body["guided_regex"]));
+  if (present("guided_choice")) add(choice_field("guided_choice", body["guided_choice"]));
   if (present("guided_grammar")) bad("guided_grammar", "is not supported (guided_json, guided_regex, guided_choice are)");
   if (found.size() > 1) bad(found[1].param, "conflicts with " + found[0].param + ": give one output constraint");
   if (found.empty()) return std::nullopt;
-  return found[0];
+  if (param) *param = found[0].param;
+  return found[0].so;
+}
+
+std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p, ToolCallFormat format,
+                                                JsonSchemaOptions opt) {
+  if (p.empty()) return std::nullopt;
+  if (p.disable_any_whitespace) opt.max_whitespace = 0;
+  // The options change the grammar: they are part of the key.
+  const std::string ws = "ws" + std::to_string(opt.max_whitespace) + "\n";
+  auto parse = [](const std::string& text, const char* what) {
+    try {
+      return parse_ordered_json(text, what);
+    } catch (const Error& e) {
+      throw ConstraintError(e.what());
+    }
+  };
+  if (!p.json.empty()) {
+    ojson s = parse(p.json, "json_schema");
+    return RequestConstraint{"json", ws + "json_schema\n" + s.dump(), [s, opt] { return json_schema_grammar(s, opt); }};
+  }
+  if (p.json_object)
+    return RequestConstraint{"json_object", ws + "json_object", [opt] { return json_object_grammar(opt); }};
+  if (!p.regex.empty()) {
+    std::string re = p.regex;
+    return RequestConstraint{"regex", "regex\n" + re, [re] { return regex_grammar(re); }};
+  }
+  if (!p.choice.empty()) {
+    std::vector<std::string> choices = p.choice;
+    return RequestConstraint{"choice", "choice\n" + ojson(choices).dump(), [choices] { return choice_grammar(choices); }};
+  }
+  ojson tools = parse(p.tools, "tools");
+  ojson choice = p.tool_name.empty() ? ojson("required")
+                                     : ojson{{"type", "function"}, {"function", {{"name", p.tool_name}}}};
+  std::string key = ws + "tools\n" + std::string(to_string(format)) + "\n" + choice.dump() + "\n" + tools.dump();
+  return RequestConstraint{"tools", key, [tools, choice, format, opt] {
+                             return tool_call_grammar(tools, choice, format, opt);
+                           }};
+}
+
+std::optional<RequestConstraint> request_constraint(const ojson& body, const JsonSchemaOptions& opt) {
+  std::string param;
+  std::optional<StructuredOutputsParams> so = request_structured_outputs(body, &param);
+  if (!so) return std::nullopt;
+  std::optional<RequestConstraint> c = constraint_for(*so, ToolCallFormat::kHermes, opt);
+  c->param = param;
+  return c;
 }
 
 }  // namespace nanovllm::structured

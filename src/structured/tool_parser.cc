@@ -12,6 +12,15 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 bool may_become(std::string_view s, std::string_view tag) { return s.size() < tag.size() && starts_with(tag, s); }
 }  // namespace
 
+ToolCallFormat tool_call_format_for_template(std::string_view t) {
+  if (t.find(kOpen) != std::string_view::npos) return ToolCallFormat::kHermes;
+  if (t.find(kPythonTag) != std::string_view::npos || t.find("\"parameters\"") != std::string_view::npos)
+    return ToolCallFormat::kLlama3Json;
+  return ToolCallFormat::kHermes;
+}
+
+const char* to_string(ToolCallFormat f) { return f == ToolCallFormat::kHermes ? "hermes" : "llama3_json"; }
+
 ToolCallStreamParser::ToolCallStreamParser(ToolCallFormat format, std::string id_prefix)
     : format_(format), id_prefix_(std::move(id_prefix)),
       mode_(format == ToolCallFormat::kHermes ? Mode::kContent : Mode::kStart) {}

@@ -33,6 +33,11 @@ namespace nanovllm::structured {
 
 enum class ToolCallFormat { kHermes, kLlama3Json };
 
+// The call format a chat template teaches its model: Hermes when it writes <tool_call>, Llama-3
+// JSON when it mentions <|python_tag|> or a "parameters" key instead; Hermes otherwise.
+ToolCallFormat tool_call_format_for_template(std::string_view chat_template);
+const char* to_string(ToolCallFormat f);
+
 struct ToolCall {
   std::string id, name, arguments;
 };

@@ -82,6 +82,37 @@ TEST_F(EngineLoopTest, SubmissionsShareTheBatch) {
   loop.stop();
 }
 
+// n > 1: one channel, deltas with indices, done after every completion's final delta; stop()
+// ends each unfinished completion.
+TEST_F(EngineLoopTest, CompletionsOfOneRequestShareAChannel) {
+  ServerMetrics m;
+  EngineLoop loop(*llm_, m, 0);
+  loop.start();
+  EngineRequest req = ids_request({11, 22, 33, 44, 55}, 6);
+  req.params.n = 3;
+  Result r = drain(*loop.submit(req, Clock::now()));
+  ASSERT_FALSE(r.error);
+  std::vector<int> tokens(3, 0), finals(3, 0);
+  for (auto& d : r.deltas) {
+    ASSERT_TRUE(d.index >= 0 && d.index < 3) << d.index;
+    tokens[size_t(d.index)] += int(d.token_ids.size());
+    finals[size_t(d.index)] += d.finished ? 1 : 0;
+  }
+  EXPECT_EQ(tokens, std::vector<int>(3, 6));
+  EXPECT_EQ(finals, std::vector<int>(3, 1));
+  EXPECT_EQ(wait_idle(loop).stats.num_blocks_used, 0);
+
+  req.params.max_tokens = 400;
+  auto ch = loop.submit(req, Clock::now());
+  while (ch->wait(10ms).deltas.empty()) {
+  }
+  loop.stop();  // the three completions end with "abort"
+  Result rest = drain(*ch, 10s);
+  int aborts = 0;
+  for (auto& d : rest.deltas) aborts += d.finished && d.finish_reason == "abort" ? 1 : 0;
+  EXPECT_EQ(aborts, 3);
+}
+
 TEST_F(EngineLoopTest, AbortFreesBlocks) {
   ServerMetrics m;
   EngineLoop loop(*llm_, m, 0);

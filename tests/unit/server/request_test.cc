@@ -89,7 +89,13 @@ TEST(CompletionRequest, RejectsBadInput) {
       {R"({"prompt":"x","max_tokens":1.5})", "max_tokens"},
       {R"({"prompt":"x","max_tokens":"3"})", "max_tokens"},
       {R"({"prompt":"x","max_tokens":99999999999})", "max_tokens"},
-      {R"({"prompt":"x","n":2})", "n"},
+      {R"({"prompt":"x","n":65})", "n"},
+      {R"({"prompt":"x","n":0})", "n"},
+      {R"({"prompt":"x","n":2,"best_of":3})", "best_of"},
+      {R"({"prompt":"x","echo":1})", "echo"},
+      {R"({"prompt":"x","echo":true,"logprobs":1})", "echo"},
+      {R"({"prompt":"x","suffix":"y"})", "suffix"},
+      {R"({"prompt":"x","tools":[]})", "tools"},
       {R"({"prompt":"x","stop":[1]})", "stop"},
       {R"({"prompt":"x","stop":""})", "stop"},
       {R"({"prompt":"x","stop_token_ids":[-1]})", "stop_token_ids"},
@@ -174,7 +180,7 @@ TEST(ChatRequest, RejectsBadInput) {
       {R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":50})", "top_logprobs"},
       {R"({"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":[]})", "chat_template_kwargs"},
       {R"({"messages":[{"role":"user","content":"x"}],"tools":{}})", "tools"},
-      {R"({"messages":[{"role":"user","content":"x"}],"n":3})", "n"},
+      {R"({"messages":[{"role":"user","content":"x"}],"n":-3})", "n"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":-4})", "max_tokens"},
   };
   for (const auto& c : cases) {

@@ -1,0 +1,43 @@
+#include "engine/structured_decoding.h"
+
+#include "structured/request_constraint.h"
+#include "structured/token_index.h"
+#include "tokenizer/tokenizer.h"
+#include "util/check.h"
+
+namespace nanovllm {
+
+namespace {
+// Whitespace runs between JSON tokens are bounded so that a constrained output always ends:
+// unbounded, a model (a random one certainly) can emit whitespace until max_tokens.
+constexpr int kMaxJsonWhitespace = 16;
+}  // namespace
+
+std::span<const uint32_t> SequenceGrammar::allowed() {
+  mask_.resize(size_t(matcher_.mask_words()));
+  matcher_.fill_next_token_bitmask(mask_.data());
+  return mask_;
+}
+
+StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids,
+                                       int vocab_size, structured::ToolCallFormat format)
+    : format_(format),
+      cache_(structured::TokenIndex::from_tokenizer(
+          tok, std::vector<int32_t>(eos_ids.begin(), eos_ids.end()), vocab_size)) {}
+
+std::shared_ptr<const structured::CompiledGrammar> StructuredDecoding::compile(
+    const StructuredOutputsParams& p) const {
+  structured::JsonSchemaOptions opt;
+  opt.max_whitespace = kMaxJsonWhitespace;
+  std::optional<structured::RequestConstraint> c = structured::constraint_for(p, format_, opt);
+  NV_CHECK(c.has_value(), "compile: the request has no output constraint");
+  auto g = cache_.get(c->key, c->build);
+  g->precompute();  // no-op once done
+  return g;
+}
+
+std::unique_ptr<SequenceGrammar> StructuredDecoding::start(const StructuredOutputsParams& p) const {
+  return std::make_unique<SequenceGrammar>(compile(p));
+}
+
+}  // namespace nanovllm

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nanovllm/backend_options.h"
 #include "engine/model_runner.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
@@ -45,7 +46,7 @@ double seconds_now() {
 struct ReadProbe {
   float* buf = nullptr;
   int64_t n = 0;  // floats
-  ThreadPool pool{0};
+  ThreadPool pool{backend_options_from_env().num_threads};  // NANOVLLM_NUM_THREADS or all cores
   std::vector<float> sink;
   explicit ReadProbe(double bytes) {
     n = int64_t(bytes / 4) / 4096 * 4096;

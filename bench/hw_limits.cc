@@ -21,6 +21,7 @@
 #include <dnnl.hpp>
 #endif
 
+#include "nanovllm/backend_options.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
 #include "read_pass.h"
@@ -44,7 +45,7 @@ double best_seconds(int reps, F&& f) {
 
 int main(int argc, char** argv) {
   bool json = argc > 1 && !std::strcmp(argv[1], "--json");
-  ThreadPool pool(0);
+  ThreadPool pool(backend_options_from_env().num_threads);  // NANOVLLM_NUM_THREADS or all cores
   nlohmann::json out;
   out["threads"] = pool.size();
   out["cpu_isa"] = cpu_features().summary();
@@ -123,14 +124,12 @@ int main(int argc, char** argv) {
     int reps = M >= 128 ? 3 : 20;
     for (int path : {1, 2, 3}) {
       if (path == 3 && M < 16) continue;
-      cpu::set_linear_path(path);
-      t = best_seconds(reps, [&] { cpu::linear(x, w, nullptr, y, pool); });
+      t = best_seconds(reps, [&] { cpu::linear(x, w, nullptr, y, pool, LinearPath(path)); });
       std::string key = std::string(path == 1 ? "stream" : path == 2 ? "blas" : "onednn") + "_bf16_m" + std::to_string(M);
       out[key + "_weight_gb_s"] = double(N * K * 2) / t / 1e9;
       out[key + "_gflops"] = 2.0 * M * N * K / t / 1e9;
     }
   }
-  cpu::set_linear_path(0);
   if (json) {
     std::printf("%s\n", out.dump().c_str());
   } else {

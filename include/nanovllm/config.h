@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "nanovllm/backend_options.h"
+
 namespace nanovllm {
 
 struct Config {
@@ -43,6 +45,9 @@ struct Config {
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
+  // How the backend runs its kernels (threads' spinning, weight copy, kernel paths); defaults
+  // from the NANOVLLM_* environment variables (backend_options.h).
+  BackendOptions backend = backend_options_from_env();
 
   // Throws nanovllm::Error naming the field for invalid values.
   void validate() const;

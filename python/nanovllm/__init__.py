@@ -8,14 +8,14 @@
 Errors: wrong argument types raise TypeError, bad values ValueError, and failures inside the
 engine NanoVLLMError (a RuntimeError) carrying the C++ message.
 """
-from ._core import (Config, EngineStats, NanoVLLMError, RequestOutput, SamplingParams, StepStats,
-                    StreamDelta)
+from ._core import (BackendOptions, Config, EngineStats, NanoVLLMError, RequestOutput,
+                    SamplingParams, StepStats, StreamDelta)
 from .llm import LLM, LLMEngine
 from .tokenizer import AutoTokenizer, Tokenizer
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "LLM", "LLMEngine", "SamplingParams", "Config", "Tokenizer", "AutoTokenizer", "NanoVLLMError",
+    "LLM", "LLMEngine", "SamplingParams", "Config", "BackendOptions", "Tokenizer", "AutoTokenizer", "NanoVLLMError",
     "RequestOutput", "StreamDelta", "EngineStats", "StepStats", "__version__",
 ]

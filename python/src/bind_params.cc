@@ -3,6 +3,7 @@
 // the engine validates again when a request is added.
 #include "bindings.h"
 #include "fields.h"
+#include "nanovllm/backend_options.h"
 #include "nanovllm/config.h"
 #include "nanovllm/sampling_params.h"
 #include "util/check.h"
@@ -33,6 +34,40 @@ std::vector<Field<SamplingParams>> sampling_fields() {
           field(o, "skip_special_tokens", &S::skip_special_tokens)};
 }
 
+// BackendOptions (nanovllm/backend_options.h); linear_path by name.
+std::vector<Field<BackendOptions>> backend_fields() {
+  using B = BackendOptions;
+  const char* o = "BackendOptions";
+  static const char* const kPaths[] = {"auto", "streaming", "blas", "onednn"};
+  Field<BackendOptions> linear_path{
+      "linear_path",
+      [](B& b, py::handle h) {
+        const std::string v = from_py<std::string>(h, {"BackendOptions", "linear_path"});
+        for (int i = 0; i < 4; ++i)
+          if (v == kPaths[i]) return void(b.linear_path = LinearPath(i));
+        throw py::value_error("BackendOptions.linear_path must be auto | streaming | blas | onednn, got '" + v + "'");
+      },
+      [](const B& b) { return py::object(py::str(kPaths[int(b.linear_path)])); }};
+  return {field(o, "num_threads", &B::num_threads),
+          field(o, "spin_us", &B::spin_us),
+          field(o, "adaptive_threads", &B::adaptive_threads),
+          field(o, "cpu_weight_copy", &B::cpu_weight_copy),
+          linear_path,
+          field(o, "isa", &B::isa),
+          field(o, "cuda_prefill", &B::cuda_prefill)};
+}
+
+// Config.backend holds a copy: assign a whole BackendOptions (cfg.backend = BackendOptions(...)).
+Field<Config> backend_field() {
+  return {"backend",
+          [](Config& c, py::handle h) {
+            if (!py::isinstance<BackendOptions>(h))
+              throw py::type_error("Config.backend must be a BackendOptions");
+            c.backend = h.cast<BackendOptions>();
+          },
+          [](const Config& c) { return py::cast(c.backend); }};
+}
+
 // nano-vLLM's Config fields first (model, ..., num_kvcache_blocks), then nanovllm's.
 std::vector<Field<Config>> config_fields() {
   using C = Config;
@@ -59,7 +94,8 @@ std::vector<Field<Config>> config_fields() {
           field(o, "trace_path", &C::trace_path),
           field(o, "quantization", &C::quantization),
           field(o, "lm_head_quantization", &C::lm_head_quantization),
-          field(o, "kv_cache_dtype", &C::kv_cache_dtype)};
+          field(o, "kv_cache_dtype", &C::kv_cache_dtype),
+          backend_field()};
 }
 
 // validate() as a ValueError carrying the C++ message.
@@ -97,6 +133,12 @@ void bind_params(py::module_& m) {
       "logprobs=-1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
       "logit_bias={}, skip_special_tokens=True). temperature 0 is greedy.",
       sampling_fields());
+  bind_struct<BackendOptions>(
+      m, "BackendOptions",
+      "How the backend runs its kernels: BackendOptions(num_threads=0, spin_us=2000, "
+      "adaptive_threads=True, cpu_weight_copy=True, linear_path='auto', isa='', "
+      "cuda_prefill='simple'). Config.backend's defaults come from the NANOVLLM_* environment.",
+      backend_fields());
   bind_struct<Config>(m, "Config",
                       "Engine configuration (nano-vLLM's field names and defaults, plus "
                       "nanovllm's device, policy, ...). Config(model, **fields).",

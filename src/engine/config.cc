@@ -8,6 +8,7 @@
 namespace nanovllm {
 
 void Config::validate() const {
+  backend.validate();
   if (kvcache_block_size <= 0 || kvcache_block_size % 16 != 0)
     NV_THROW("kvcache_block_size must be a positive multiple of 16, got ", kvcache_block_size);
   if (max_num_seqs < 1) NV_THROW("max_num_seqs must be >= 1, got ", max_num_seqs);

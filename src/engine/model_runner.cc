@@ -84,10 +84,10 @@ void ModelRunner::init() {
   const Config& config = config_;
   const int world = config.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
   // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
-  int threads = config.num_threads;
+  int threads = config.num_threads > 0 ? config.num_threads : config.backend.num_threads;
   if (threads <= 0 && world > 1)
     threads = std::max(1, int(std::thread::hardware_concurrency()) / world);
-  backend_ = make_backend(config.device, threads, /*cuda_device=*/rank);
+  backend_ = make_backend(config.device, threads, /*cuda_device=*/rank, config.backend);
   kv_dtype_ = config.kv_cache_dtype == "auto" ? backend_->act_dtype()
               : config.kv_cache_dtype == "bf16" ? DType::BF16
                                                 : DType::F32;

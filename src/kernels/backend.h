@@ -79,7 +79,8 @@ class Backend {
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
   // Copies a host tensor to the device. CPU backend: tensors of 64 KiB and more (the weights)
   // are copied into huge-page memory (kernels/cpu/weight_arena.h: faster streaming decode),
-  // smaller ones are returned unchanged; NANOVLLM_CPU_WEIGHT_COPY=0 turns the copy off.
+  // smaller ones are returned unchanged; BackendOptions::cpu_weight_copy = false
+  // (NANOVLLM_CPU_WEIGHT_COPY=0) turns the copy off.
   virtual Tensor to_device(const Tensor& host) = 0;
   // A linear layer's weight [N, K] from a host tensor: to_device(host) as it is, or quantized at
   // load with `scheme` (CPU backend; the others reject a scheme with a clear error).

@@ -7,21 +7,23 @@
 #include <string>
 
 #include "kernels/backend.h"
+#include "nanovllm/backend_options.h"
 
 namespace nanovllm {
 
 // device: "cpu" | "cuda" | "auto" (CUDA when a usable device is present, else CPU).
 // num_threads: CPU threads (<= 0: all cores); ignored on CUDA. cuda_device: the GPU (one per
 // tensor-parallel rank); ignored on the CPU. Throws nanovllm::Error naming the device when it
-// is unknown or unavailable.
+// is unknown or unavailable. options: how the backend runs its kernels (Config::backend); the
+// backend keeps its own copy, so backends with different options can live in one process.
 std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads,
-                                      int cuda_device = 0);
+                                      int cuda_device = 0, const BackendOptions& options = {});
 
 // Creates the CPU backend (num_threads <= 0: all cores).
-std::unique_ptr<Backend> make_cpu_backend(int num_threads);
+std::unique_ptr<Backend> make_cpu_backend(int num_threads, const BackendOptions& options = {});
 // Creates the CUDA backend on `device_id`; throws a clear error when CUDA is unavailable
 // (not compiled in, no device, unsupported compute capability).
-std::unique_ptr<Backend> make_cuda_backend(int device_id);
+std::unique_ptr<Backend> make_cuda_backend(int device_id, const BackendOptions& options = {});
 bool cuda_available();
 
 }  // namespace nanovllm

@@ -2,12 +2,11 @@
 
 #include <cpuid.h>
 
-#include <cstdlib>
-#include <cstring>
+#include "nanovllm/backend_options.h"
 
 namespace nanovllm {
 
-static CpuFeatures detect() {
+static CpuFeatures detect(const std::string& cap) {
   CpuFeatures f;
   unsigned a, b, c, d;
   if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return f;
@@ -35,9 +34,8 @@ static CpuFeatures detect() {
     f.avx_vnni = ymm && (a & (1u << 4));
   }
   f.fma = f.fma && ymm;
-  if (const char* cap = std::getenv("NANOVLLM_ISA")) {
-    const bool vnni = !std::strcmp(cap, "avxvnni"), avx2 = !std::strcmp(cap, "avx2");
-    const bool scalar = !std::strcmp(cap, "scalar");
+  {
+    const bool vnni = cap == "avxvnni", avx2 = cap == "avx2", scalar = cap == "scalar";
     if (vnni || avx2 || scalar)
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_bf16 = f.avx512_vnni = false;
     if (avx2 || scalar) f.avx_vnni = false;
@@ -46,8 +44,15 @@ static CpuFeatures detect() {
   return f;
 }
 
+// The cap is read once: kernels dispatch on these flags without a context parameter, so the
+// level is a property of the process (BackendOptions::isa must agree, see cpu_isa_cap()).
+const std::string& cpu_isa_cap() {
+  static const std::string cap = backend_options_from_env().isa;
+  return cap;
+}
+
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures f = detect();
+  static const CpuFeatures f = detect(cpu_isa_cap());
   return f;
 }
 

@@ -1,5 +1,6 @@
 // Run-time ISA detection: kernels pick AVX-512 / AVX2 / scalar paths from this, so one binary
-// runs on AVX2-only machines. NANOVLLM_ISA caps the level (for testing fallbacks):
+// runs on AVX2-only machines. NANOVLLM_ISA (BackendOptions::isa) caps the level, for testing
+// fallbacks; the cap is process-wide (kernels read these flags directly), fixed at first use:
 //   avxvnni: no AVX-512 (AVX2, plus AVX-VNNI where the CPU has it)
 //   avx2:    no AVX-512 and no AVX-VNNI
 //   scalar:  nothing beyond the x86-64 baseline
@@ -16,5 +17,7 @@ struct CpuFeatures {
   std::string summary() const;  // e.g. "avx512_bf16"
 };
 const CpuFeatures& cpu_features();
+// The cap in effect ("" = none): a backend whose options ask for another one refuses to start.
+const std::string& cpu_isa_cap();
 
 }  // namespace nanovllm

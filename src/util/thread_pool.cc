@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 
 #ifdef NANOVLLM_OMP_POOL
 #include <omp.h>
@@ -50,31 +48,19 @@ bool spin_until(Pred pred, int64_t budget_ns) {
   }
 }
 
-// n <= 0: NANOVLLM_NUM_THREADS, else the hardware concurrency. The documented knob applies to
-// every pool (the engine's too), not only the default.
+// n <= 0: the hardware concurrency. (Config::backend.num_threads, filled from
+// NANOVLLM_NUM_THREADS, reaches here through the backend factory.)
 int resolve_threads(int n) {
-  if (n > 0) return n;
-  const char* e = std::getenv("NANOVLLM_NUM_THREADS");
-  return e && std::atoi(e) > 0 ? std::atoi(e) : int(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-bool adaptive_from_env(int adaptive) {
-  if (adaptive >= 0) return adaptive != 0;
-  const char* e = std::getenv("NANOVLLM_ADAPTIVE_THREADS");
-  return !(e && std::strcmp(e, "0") == 0);
+  return n > 0 ? n : int(std::max(1u, std::thread::hardware_concurrency()));
 }
 }  // namespace
 
-ThreadPool::ThreadPool(int n, int spin_us, int adaptive)
+ThreadPool::ThreadPool(int n, int spin_us, bool adaptive)
     : num_threads_(resolve_threads(n)),
-      sizer_(num_threads_, adaptive_from_env(adaptive)),
+      sizer_(num_threads_, adaptive),
       start_ns_(size_t(num_threads_), 0),
       delay_ns_(size_t(num_threads_), 0) {
-  if (spin_us < 0) {
-    const char* e = std::getenv("NANOVLLM_SPIN_US");
-    spin_us = e ? std::max(0, std::atoi(e)) : 2000;
-  }
-  spin_ns_ = int64_t(spin_us) * 1000;
+  spin_ns_ = int64_t(std::max(0, spin_us)) * 1000;
 #ifndef NANOVLLM_OMP_POOL
   for (int i = 1; i < num_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 #endif
@@ -183,11 +169,6 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     int64_t hi = std::min(n, units * (m + 1) / workers * grain);
     if (lo < hi) fn(lo, hi);
   });
-}
-
-ThreadPool& default_thread_pool() {
-  static ThreadPool pool(0);
-  return pool;
 }
 
 }  // namespace nanovllm

@@ -6,12 +6,12 @@
 //   (Debian's oneDNN uses libgomp) share one set of threads instead of two spinning pools.
 // - std::thread: hand-offs spin before they sleep. A decode step issues ~100-200 parallel_for
 //   calls of 50-500 us, and a futex wake-up costs tens of microseconds on a VM, so workers spin
-//   on the job generation for up to NANOVLLM_SPIN_US microseconds (default 2000) after their
+//   on the job generation for up to spin_us microseconds (default 2000) after their
 //   last job, then block on a condition variable (an idle pool costs no CPU). park() sends them
 //   to sleep at once before a library with its own threads runs.
 // Both size each region's team with a TeamSizer (team_sizer.h): when another process keeps a
-// core busy, the pool stops waiting on the thread that shares it (NANOVLLM_ADAPTIVE_THREADS=0
-// turns this off).
+// core busy, the pool stops waiting on the thread that shares it (adaptive = false turns this
+// off). The engine's values come from Config::backend (nanovllm/backend_options.h).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -27,11 +27,9 @@ namespace nanovllm {
 
 class ThreadPool {
  public:
-  // num_threads: total threads including the caller; <= 0: $NANOVLLM_NUM_THREADS when set,
-  // else the hardware concurrency.
-  // spin_us: how long idle threads spin before sleeping; < 0: NANOVLLM_SPIN_US or 2000.
-  // adaptive: < 0: NANOVLLM_ADAPTIVE_THREADS (default on); 0 / 1: off / on.
-  explicit ThreadPool(int num_threads, int spin_us = -1, int adaptive = -1);
+  // num_threads: total threads including the caller; <= 0: the hardware concurrency.
+  // spin_us: how long idle threads spin before sleeping. adaptive: TeamSizer on / off.
+  explicit ThreadPool(int num_threads, int spin_us = 2000, bool adaptive = true);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -83,9 +81,5 @@ inline int64_t grain_for_work(int64_t work_per_item, int64_t min_work, int64_t g
   int64_t items = (min_work + work_per_item - 1) / work_per_item;
   return (items + grain - 1) / grain * grain;
 }
-
-// The process-wide pool used by CPU kernels (created on first use with NANOVLLM_NUM_THREADS or
-// the hardware concurrency). Kernels take it as a parameter; this is only the default.
-ThreadPool& default_thread_pool();
 
 }  // namespace nanovllm

@@ -10,6 +10,8 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
+#include "util/check.h"
+#include "util/cpu_features.h"
 
 namespace nanovllm {
 namespace {
@@ -20,7 +22,17 @@ Tensor wrap_i32(const std::vector<int32_t>& v, Shape shape) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : pool_(threads) {}
+  CpuBackend(int threads, const BackendOptions& o)
+      : pool_(threads, o.spin_us, o.adaptive_threads),
+        arena_(o.cpu_weight_copy),
+        linear_path_(o.linear_path) {
+    o.validate();
+    // The ISA cap is process-wide (util/cpu_features.h): refuse options that ask for another
+    // ("" asks for none in particular).
+    NV_CHECK(o.isa.empty() || o.isa == cpu_isa_cap(), "the CPU backend's ISA cap '", o.isa,
+             "' differs from the process's '", cpu_isa_cap(),
+             "' (the cap is process-wide: set NANOVLLM_ISA before the first backend)");
+  }
   Device device() const override { return Device::CPU; }
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }
@@ -74,7 +86,7 @@ class CpuBackend final : public Backend {
     cpu::add_rms_norm(x, residual, w, eps, pool_);
   }
   void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override {
-    cpu::linear(x, w, bias, out, pool_);
+    cpu::linear(x, w, bias, out, pool_, linear_path_);
   }
   void linear_quantized_impl(const Tensor& x, const QuantizedWeight& w, const Tensor* bias,
                              Tensor& out) override {
@@ -104,12 +116,13 @@ class CpuBackend final : public Backend {
  private:
   ThreadPool pool_;
   cpu::WeightArena arena_;
+  LinearPath linear_path_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int num_threads) {
-  return std::make_unique<CpuBackend>(num_threads);
+std::unique_ptr<Backend> make_cpu_backend(int num_threads, const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(num_threads, options);
 }
 
 }  // namespace nanovllm

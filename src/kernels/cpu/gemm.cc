@@ -28,7 +28,6 @@ constexpr int kOnednnMinRows = 16;
 // A parallel chunk holds at least this many multiply-adds (~5-10 us of streaming): tiny models
 // (stories260K: K = 64) then run their linears on one thread instead of paying hand-offs.
 constexpr int64_t kMinChunkMacs = int64_t(1) << 17;
-std::atomic<int> g_path{0};
 
 // ---------------------------------------------------------------------------------------
 // Streaming kernel: out[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1), M <= 8 rows of x.
@@ -224,9 +223,9 @@ void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N) {
 
 int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
 int onednn_min_rows() { return kOnednnMinRows; }
-void set_linear_path(int path) { g_path = path; }
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool) {
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool,
+            LinearPath lp) {
   // Shapes and dtypes were checked by the op contract (kernels/op_contract.cc): x, out F32.
   const int64_t K = w.size(1), N = w.size(0);
   const int64_t M = x.numel() / K;
@@ -235,9 +234,9 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   float* op = out.data<float>();
   const DType wd = w.dtype();
 
-  int path = g_path.load();
+  const bool autopath = lp == LinearPath::kAuto;
   // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX).
-  if (wd == DType::BF16 && (path == 3 || (path == 0 && M >= kOnednnMinRows))) {
+  if (wd == DType::BF16 && (lp == LinearPath::kOnednn || (autopath && M >= kOnednnMinRows))) {
     if (onednn_bf16_linear(x, w, out, pool)) {
       add_bias_rows(bias, op, M, N);
       return;
@@ -245,7 +244,9 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   }
   // BF16 weights: the streaming kernel at every M (measured faster than converting panels to
   // F32 for sgemm, docs/perf.md). F32 weights: streaming up to kStreamMaxRows, then sgemm.
-  bool stream = path == 1 || (path == 0 && (M <= kStreamMaxRows || wd == DType::BF16));
+  // kOnednn falls back to streaming when oneDNN declined.
+  bool stream = lp == LinearPath::kStreaming || lp == LinearPath::kOnednn ||
+                (autopath && (M <= kStreamMaxRows || wd == DType::BF16));
   if (stream && wd == DType::BF16 && M == 1 && K % 32 == 0 && active_isa() == Isa::Avx512) {
     std::vector<float> xs(static_cast<size_t>(K));
     split_even_odd(xp, xs.data(), K);

@@ -5,12 +5,17 @@
 //   L2-sized tiles of 32 rows reused by every 8-row chunk of x (AVX-512 / AVX2 / scalar).
 // - F32 weights above gemv_max_rows(): OpenBLAS sgemm (F16: converted panels, then sgemm).
 #pragma once
+#include "nanovllm/backend_options.h"
 #include "util/tensor.h"
 #include "util/thread_pool.h"
 
 namespace nanovllm::cpu {
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool);
+// path: LinearPath::kAuto picks by shape and dtype (above); the others force one kernel (tests,
+// benchmarks): kStreaming, kBlas, kOnednn (BF16 weights; falls back to streaming when oneDNN is
+// unavailable). The CPU backend passes BackendOptions::linear_path.
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool,
+            LinearPath path = LinearPath::kAuto);
 
 // out[m, n] += bias[n] for an [M, N] F32 output (no-op when bias is null).
 void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N);
@@ -19,8 +24,5 @@ void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N);
 int gemv_max_rows();
 // Smallest M that BF16 weights send to oneDNN (when it supports the shape). For tests.
 int onednn_min_rows();
-// Forces a path for tests/benchmarks: 0 = auto, 1 = streaming kernel, 2 = BLAS,
-// 3 = oneDNN bf16 (BF16 weights; falls back to streaming when unavailable).
-void set_linear_path(int path);
 
 }  // namespace nanovllm::cpu

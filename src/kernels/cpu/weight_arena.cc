@@ -2,7 +2,6 @@
 
 #include <sys/mman.h>
 
-#include <cstdlib>
 #include <cstring>
 
 namespace nanovllm::cpu {
@@ -10,11 +9,6 @@ namespace nanovllm::cpu {
 namespace {
 constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kChunkBytes = size_t(256) << 20;  // tensors are packed into 256 MiB chunks
-
-bool copy_enabled() {
-  const char* e = std::getenv("NANOVLLM_CPU_WEIGHT_COPY");
-  return !(e && std::strcmp(e, "0") == 0);
-}
 }  // namespace
 
 // One anonymous mapping, 2 MiB aligned, advised for transparent huge pages.
@@ -57,7 +51,7 @@ char* WeightArena::carve(size_t n) {
 Tensor WeightArena::alloc(const Shape& shape, DType dtype) {
   Tensor probe = Tensor::wrap(nullptr, shape, dtype);
   const size_t n = probe.nbytes();
-  char* dst = n >= kMinBytes && copy_enabled() ? carve(n) : nullptr;
+  char* dst = n >= kMinBytes && enabled_ ? carve(n) : nullptr;
   if (!dst) return Tensor::empty(shape, dtype);
   copied_ += n;
   return Tensor::wrap(dst, shape, dtype, Device::CPU, chunk_);
@@ -65,7 +59,7 @@ Tensor WeightArena::alloc(const Shape& shape, DType dtype) {
 
 Tensor WeightArena::copy(const Tensor& host, ThreadPool& pool) {
   const size_t n = host.nbytes();
-  if (n < kMinBytes || host.device() != Device::CPU || !copy_enabled()) return host;
+  if (n < kMinBytes || host.device() != Device::CPU || !enabled_) return host;
   char* dst = carve(n);
   if (!dst) return host;  // keep the zero-copy mapping
   const char* src = static_cast<const char*>(host.raw());

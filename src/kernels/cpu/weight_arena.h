@@ -19,9 +19,11 @@ class WeightArena {
  public:
   // Tensors smaller than this stay where they are (norm weights, biases: not worth a page).
   static constexpr size_t kMinBytes = size_t(64) << 10;
+  // enabled = false (BackendOptions::cpu_weight_copy): copy() returns its input, alloc() the heap.
+  explicit WeightArena(bool enabled = true) : enabled_(enabled) {}
 
   // A copy of `host` in huge-page memory (same shape and dtype), or `host` itself when it is
-  // small, when huge pages are disabled (NANOVLLM_CPU_WEIGHT_COPY=0) or when mmap fails.
+  // small, when the arena is disabled or when mmap fails.
   Tensor copy(const Tensor& host, ThreadPool& pool);
   // Uninitialised memory for a weight made at load (quantized blobs): huge pages when it is
   // large and copies are enabled, else the heap.
@@ -34,6 +36,7 @@ class WeightArena {
   std::shared_ptr<Chunk> chunk_;  // the chunk being filled
   size_t used_ = 0;               // bytes used in chunk_
   size_t copied_ = 0;
+  bool enabled_;
 };
 
 }  // namespace nanovllm::cpu

@@ -22,7 +22,7 @@ int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device_id) : device_(device_id) {
+CudaBackend::CudaBackend(int device_id, const BackendOptions& options) : device_(device_id) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   NV_CHECK(e == cudaSuccess && n > 0, "no CUDA device available (",
@@ -39,12 +39,8 @@ CudaBackend::CudaBackend(int device_id) : device_(device_id) {
           std::to_string(prop.major * 10 + prop.minor) + ")";
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-  if (const char* env = std::getenv("NANOVLLM_CUDA_PREFILL")) {
-    const std::string v = env;
-    NV_CHECK(v == "simple" || v == "tc", "NANOVLLM_CUDA_PREFILL must be 'simple' or 'tc', got '", v,
-             "'");
-    prefill_impl_ = v == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
-  }
+  options.validate();
+  prefill_impl_ = options.cuda_prefill == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
   alloc_ = std::make_shared<DeviceAllocator>(device_);
   gemm_ = std::make_unique<Gemm>(stream_);
 }
@@ -277,8 +273,8 @@ int64_t CudaBackend::kv_cache_budget_bytes(double utilization) {
 
 }  // namespace cuda
 
-std::unique_ptr<Backend> make_cuda_backend(int device_id) {
-  return std::make_unique<cuda::CudaBackend>(device_id);
+std::unique_ptr<Backend> make_cuda_backend(int device_id, const BackendOptions& options) {
+  return std::make_unique<cuda::CudaBackend>(device_id, options);
 }
 
 bool cuda_available() {

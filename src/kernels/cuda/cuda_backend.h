@@ -20,7 +20,7 @@ class Gemm;
 
 class CudaBackend : public Backend {
  public:
-  explicit CudaBackend(int device_id);
+  explicit CudaBackend(int device_id, const BackendOptions& options = {});
   ~CudaBackend() override;
 
   Device device() const override { return Device::CUDA; }
@@ -43,8 +43,7 @@ class CudaBackend : public Backend {
   // --- CUDA-specific ----------------------------------------------------------------------
 
   // Prefill attention kernel: CUDA-core fp32 (kSimple) or WMMA tensor cores (kTensorCore,
-  // bf16 only; falls back to kSimple otherwise). Default from env NANOVLLM_CUDA_PREFILL
-  // ("simple" / "tc"), else kSimple.
+  // bf16 only; falls back to kSimple otherwise). Initially BackendOptions::cuda_prefill.
   enum class PrefillImpl { kSimple, kTensorCore };
   void set_prefill_impl(PrefillImpl impl) { prefill_impl_ = impl; }
   PrefillImpl prefill_impl() const { return prefill_impl_; }

@@ -27,15 +27,15 @@ class LinearTest : public ::testing::TestWithParam<std::tuple<int, DType, int>> 
 TEST_P(LinearTest, MatchesNaive) {
   auto [M, wd, path] = GetParam();
   const int K = 200, N = 77;  // K not a multiple of 16: exercises the tails
-  auto be = make_cpu_backend(2);
+  BackendOptions opts;
+  opts.linear_path = LinearPath(path);
+  auto be = make_cpu_backend(2, opts);
   Tensor x = rand_tensor({M, K}, DType::F32);
   Tensor w = rand_tensor({N, K}, wd, 0.1f);
   Tensor b = rand_tensor({N}, DType::F32);
   Tensor out = Tensor::empty({M, N}, DType::F32);
   poison(out);
-  cpu::set_linear_path(path);
   be->linear(x, w, &b, out);
-  cpu::set_linear_path(0);
   auto xf = to_f32_vector(x), wf = to_f32_vector(w), bf = to_f32_vector(b);
   // Batches of >= onednn_min_rows() rows with BF16 weights go through oneDNN, which rounds the
   // activations to bf16: the reference then uses the same rounded x.
@@ -64,14 +64,14 @@ TEST(Linear, OnednnBf16MatchesRoundedNaive) {
   const int M = 130, K = 96, N = 50;
   // oneDNN is optional (the GPU bundle's build has none): then linear takes the exact F32 path.
   if (!cpu::onednn_bf16_supported(N, K)) GTEST_SKIP() << "oneDNN absent or rejects the shape/ISA";
-  auto be = make_cpu_backend(2);
+  BackendOptions opts;
+  opts.linear_path = LinearPath::kOnednn;
+  auto be = make_cpu_backend(2, opts);
   Tensor x = rand_tensor({M, K}, DType::F32);
   Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
   Tensor out = Tensor::empty({M, N}, DType::F32);
   poison(out);
-  cpu::set_linear_path(3);
   be->linear(x, w, nullptr, out);
-  cpu::set_linear_path(0);
   auto xf = to_f32_vector(x), wf = to_f32_vector(w);
   std::vector<double> ref(size_t(M * N));
   for (int m = 0; m < M; ++m)

@@ -145,11 +145,25 @@ TEST(ConfigJson, RoundTripsEveryField) {
   c.max_waiting = 11;
   c.allow_nonfinite_weights = true;
   c.trace_path = "/t.json";
+  c.backend.num_threads = 5;
+  c.backend.spin_us = 6;
+  c.backend.adaptive_threads = false;
+  c.backend.cpu_weight_copy = false;
+  c.backend.linear_path = LinearPath::kBlas;
+  c.backend.isa = "avx2";
+  c.backend.cuda_prefill = "tc";
   const std::string j = config_to_json(c);
   EXPECT_EQ(config_to_json(config_from_json(j)), j);
   // Every field is in the JSON with its changed value (none left at its default).
   const Config d;
   EXPECT_NE(config_to_json(d), j);
+  for (const char* f : {"\"num_threads\":5", "\"spin_us\":6", "\"adaptive_threads\":false",
+                        "\"cpu_weight_copy\":false", "\"linear_path\":\"blas\"", "\"isa\":\"avx2\"",
+                        "\"cuda_prefill\":\"tc\""})
+    EXPECT_THAT(j, HasSubstr(f));
+  const Config back = config_from_json(j);
+  EXPECT_EQ(back.backend.linear_path, LinearPath::kBlas);
+  EXPECT_EQ(back.backend.spin_us, 6);
   EXPECT_THROW(config_from_json("{\"model\": 3}"), Error);
 }
 

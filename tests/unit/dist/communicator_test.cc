@@ -21,6 +21,7 @@
 
 using namespace nanovllm;
 using ::testing::HasSubstr;
+using ::testing::AnyOf;
 
 namespace {
 
@@ -210,18 +211,38 @@ TEST(GlooCommunicator, BroadcastMinAndBarrier) {
 }
 
 // A peer that exits mid-group: the survivor's next collective fails at once with an error
-// naming the operation and the rank, never a hang.
+// naming the operation and the rank, never a hang. One all-reduce together first, so the data
+// group is connected (it connects on first use; a peer gone before that is a connect error,
+// tested by the second case).
 TEST(GlooCommunicator, PeerExitIsAClearErrorNotAHang) {
   const auto t0 = std::chrono::steady_clock::now();
   auto res = run_ranks(2, [&](int rank, Communicator& comm) {
+    std::vector<float> v(1024, 1.f);
+    Tensor t = Tensor::wrap(v.data(), {1024}, DType::F32);
+    comm.all_reduce_sum(t);
     if (rank == 1) std::_Exit(0);  // gone without a word
+    comm.all_reduce_sum(t);
+    return std::string("no error");
+  });
+  EXPECT_FALSE(res[0].ok);
+  EXPECT_THAT(res[0].out, HasSubstr("tensor-parallel all_reduce failed on rank 0 of 2"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
+}
+
+// A peer gone before the data group connects: a clear connect error, never a hang.
+TEST(GlooCommunicator, PeerExitBeforeConnectIsAClearError) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = run_ranks(2, [&](int rank, Communicator& comm) {
+    if (rank == 1) std::_Exit(0);
     std::vector<float> v(1024, 1.f);
     Tensor t = Tensor::wrap(v.data(), {1024}, DType::F32);
     comm.all_reduce_sum(t);
     return std::string("no error");
   });
   EXPECT_FALSE(res[0].ok);
-  EXPECT_THAT(res[0].out, HasSubstr("tensor-parallel all_reduce failed on rank 0 of 2"));
+  EXPECT_THAT(res[0].out, HasSubstr("on rank 0 of 2"));
+  EXPECT_THAT(res[0].out, AnyOf(HasSubstr("tensor-parallel all_reduce failed"),
+                                HasSubstr("tensor-parallel connect failed")));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(15));
 }
 

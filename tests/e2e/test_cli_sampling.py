@@ -94,12 +94,7 @@ def main():
         print(f"SKIP: {e}")
         return U.SKIP
     tmp = U.make_tmpdir("cli-sampling-")
-    data = os.environ.get("NANOVLLM_SHARED_DATA", "")
-    model = os.path.join(data, "models", "stories260K-hf")
-    if not os.path.exists(os.path.join(model, "config.json")):
-        model = os.path.join(tmp, "tiny")
-        U.run_cli(["make-model", "--arch", "qwen3", "--preset", "tiny", "--dtype", "f32",
-                   "--seed", 3, "--out", model])
+    model = U.stories_or_tiny(tmp)
     print(f"model: {model}")
     run = U.Runner()
     try:

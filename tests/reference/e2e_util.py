@@ -32,6 +32,18 @@ def shared_model(name):
     return path, None
 
 
+def stories_or_tiny(tmp):
+    """stories260K when the shared data is there, else a tiny random Qwen3 (f32, seed 3) made in
+    `tmp`: for tests that need a small real-shaped model but not stories260K's weights."""
+    path, _ = shared_model("stories260K-hf")
+    if path:
+        return path
+    path = os.path.join(tmp, "tiny")
+    run_cli(["make-model", "--arch", "qwen3", "--preset", "tiny", "--dtype", "f32",
+             "--seed", 3, "--out", path])
+    return path
+
+
 def make_tmpdir(prefix):
     base = os.environ.get("NANOVLLM_BUILD_DIR")
     if base and os.path.isdir(base):

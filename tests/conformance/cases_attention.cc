@@ -226,6 +226,16 @@ void add_attention_cases(std::vector<Case>& out) {
     add(out, "mixed_g" + std::to_string(G), {{{0, 9}, {70, 1}}, G, 1, 64, 16});
     add(out, "decode_g" + std::to_string(G), {decode_seqs({5, 300}), 2 * G, 2, 64, 16, true});
   }
+  // A large decode batch: the CPU groups adjacent KV heads into one item (nh > 1, whatever the
+  // thread count up to 16) -- odd rows per head (G = 1, 3), Hkv 4 and 3 (a short last group).
+  {
+    std::vector<Seq> many;
+    for (int b = 0; b < 64; ++b) many.push_back({(b * 37) % 90, 1});
+    for (int G : {1, 2, 3}) {
+      add(out, "decode_head_groups_g" + std::to_string(G), {many, 4 * G, 4, 64, 16, true});
+      add(out, "decode_head_groups_g" + std::to_string(G), {many, 3 * G, 3, 128, 16, true});
+    }
+  }
   // head_dim that is no multiple of 8 (generic CUDA path, CPU per-key loop).
   add(out, "mixed_odd_head_dim", {{{0, 20}, {33, 1}}, 4, 2, 20, 16});
   // Moved from kernels_cpu: the CPU AVX-512 tile kernel's shapes (full and partial 16-row

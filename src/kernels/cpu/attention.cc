@@ -90,7 +90,13 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
   struct Item {
     int b, h, q0, q1;
     bool fast;  // every query sees a key and every key's block is present: AVX-512 kernels
+    int nh;     // KV heads h .. h + nh - 1 (decode items; prefill tiles take one)
   };
+  // Decode items (fewer than kMinTileRows rows per head) take nh adjacent KV heads, so the rows
+  // kernel reads each key's slot row as one run (attention_tile.cc says why), as long as there
+  // are still >= 4 items per thread (batch-1 decode: one head per item).
+  const int per_seq_groups = std::max(1, (4 * pool.size() + std::max(B, 1) - 1) / std::max(B, 1));
+  const int decode_nh = std::max(1, Hkv / per_seq_groups);
   std::vector<Item> items;
   for (int b = 0; b < B; ++b) {
     const int64_t start = cu[b], nq = int64_t(cu[b + 1]) - start;
@@ -101,16 +107,18 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
     const int32_t* table = bt + int64_t(b) * bt_stride;
     bool fast = first_pos + qlo >= 0;
     for (int64_t j = 0; fast && j <= last_key; j += bs) fast = key_slot(table, j) >= 0;
-    for (int h = 0; h < Hkv; ++h)
-      for (int64_t q0 = qlo; q0 < qhi; q0 += kTile)
-        items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast});
+    for (int64_t q0 = qlo; q0 < qhi; q0 += kTile) {
+      const int q1 = int(std::min(qhi, q0 + kTile));
+      const int nh = (q1 - q0) * G < kMinTileRows ? decode_nh : 1;
+      for (int h = 0; h < Hkv; h += nh) items.push_back({b, h, int(q0), q1, fast, std::min(nh, Hkv - h)});
+    }
   }
 
   // Chunks of at least ~64K multiply-adds (score + value FMAs), so short contexts of tiny models
   // run on the caller (thread_pool.h: grain_for_work).
   int64_t total_work = 0;
   for (const Item& w : items)
-    total_work += int64_t(w.q1 - w.q0) * G *
+    total_work += int64_t(w.q1 - w.q0) * G * w.nh *
                   std::max<int64_t>(1, int64_t(ctx[w.b]) - (int64_t(cu[w.b + 1]) - cu[w.b]) + w.q1) * D;
   const int64_t per_item = items.empty() ? 1 : total_work / int64_t(items.size());
   pool.parallel_for(int64_t(items.size()), [&](int64_t a, int64_t e) {
@@ -127,47 +135,49 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
       // the two-pass kernel. Other ISAs, D % 16 != 0 or defensive cases: the per-key loop below.
       if (w.fast) {
         AttentionTile<KV> t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
-                            int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale};
+                            int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale, w.nh};
         if (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)) continue;
       }
-      std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
-      std::fill(m.begin(), m.begin() + rows, -std::numeric_limits<float>::infinity());
-      std::fill(l.begin(), l.begin() + rows, 0.f);
-      // The tile's last query sees keys [0, last_key]; none exist past the table's width.
-      const int64_t last_key = std::min(first_pos + w.q1 - 1, bt_stride * bs - 1);
-      for (int64_t j = 0; j <= last_key; ++j) {
-        const int64_t slot = key_slot(table, j);
-        if (slot < 0) continue;  // missing block: masked
-        const float* kr = get_row(kc + slot * kvw + int64_t(w.h) * D, D, kbuf.data());
-        const float* vr = get_row(vc + slot * kvw + int64_t(w.h) * D, D, vbuf.data());
+      for (int h = w.h; h < w.h + w.nh; ++h) {
+        std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
+        std::fill(m.begin(), m.begin() + rows, -std::numeric_limits<float>::infinity());
+        std::fill(l.begin(), l.begin() + rows, 0.f);
+        // The tile's last query sees keys [0, last_key]; none exist past the table's width.
+        const int64_t last_key = std::min(first_pos + w.q1 - 1, bt_stride * bs - 1);
+        for (int64_t j = 0; j <= last_key; ++j) {
+          const int64_t slot = key_slot(table, j);
+          if (slot < 0) continue;  // missing block: masked
+          const float* kr = get_row(kc + slot * kvw + int64_t(h) * D, D, kbuf.data());
+          const float* vr = get_row(vc + slot * kvw + int64_t(h) * D, D, vbuf.data());
+          for (int qi = w.q0; qi < w.q1; ++qi) {
+            if (j > first_pos + qi) continue;  // causal
+            const int64_t tok = cu[w.b] + qi;
+            for (int g = 0; g < G; ++g) {
+              const int r = (qi - w.q0) * G + g;
+              const float* qr = q + tok * row + int64_t(h * G + g) * D;
+              float s = dot_f32(qr, kr, D) * p.scale;
+              float* ar = acc.data() + int64_t(r) * D;
+              if (s > m[size_t(r)]) {
+                float c = std::exp(m[size_t(r)] - s);
+                l[size_t(r)] *= c;
+                scale_f32(c, ar, D);
+                m[size_t(r)] = s;
+              }
+              float pexp = std::exp(s - m[size_t(r)]);
+              l[size_t(r)] += pexp;
+              axpy_f32(pexp, vr, ar, D);
+            }
+          }
+        }
         for (int qi = w.q0; qi < w.q1; ++qi) {
-          if (j > first_pos + qi) continue;  // causal
           const int64_t tok = cu[w.b] + qi;
           for (int g = 0; g < G; ++g) {
             const int r = (qi - w.q0) * G + g;
-            const float* qr = q + tok * row + int64_t(w.h * G + g) * D;
-            float s = dot_f32(qr, kr, D) * p.scale;
-            float* ar = acc.data() + int64_t(r) * D;
-            if (s > m[size_t(r)]) {
-              float c = std::exp(m[size_t(r)] - s);
-              l[size_t(r)] *= c;
-              scale_f32(c, ar, D);
-              m[size_t(r)] = s;
-            }
-            float pexp = std::exp(s - m[size_t(r)]);
-            l[size_t(r)] += pexp;
-            axpy_f32(pexp, vr, ar, D);
+            const float inv = l[size_t(r)] > 0.f ? 1.f / l[size_t(r)] : 0.f;  // no key: zeros
+            float* dst = o + tok * int64_t(Hq) * D + int64_t(h * G + g) * D;
+            const float* ar = acc.data() + int64_t(r) * D;
+            for (int d = 0; d < D; ++d) dst[d] = ar[d] * inv;
           }
-        }
-      }
-      for (int qi = w.q0; qi < w.q1; ++qi) {
-        const int64_t tok = cu[w.b] + qi;
-        for (int g = 0; g < G; ++g) {
-          const int r = (qi - w.q0) * G + g;
-          const float inv = l[size_t(r)] > 0.f ? 1.f / l[size_t(r)] : 0.f;  // no key: zeros
-          float* dst = o + tok * int64_t(Hq) * D + int64_t(w.h * G + g) * D;
-          const float* ar = acc.data() + int64_t(r) * D;
-          for (int d = 0; d < D; ++d) dst[d] = ar[d] * inv;
         }
       }
     }

@@ -141,13 +141,21 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
   }
 }
 
-// Few rows (decode: one query per sequence, G heads): two passes over the keys, no transpose.
-// Pass 1 reads each key row once and dots it with every row's query (scores in log2 units);
-// the softmax then runs vectorized along the keys; pass 2 accumulates p * V per row.
+// Few rows (decode: one query per sequence, G heads each, for nh adjacent KV heads): two passes
+// over the keys, no transpose. Pass 1 reads each key's slot row -- the nh heads' K rows side by
+// side, and the next key's slot follows in the same block -- once, and dots it with every row's
+// query (scores in log2 units); the softmax then runs vectorized along the keys; pass 2
+// accumulates p * V per head and pair of rows, in registers.
+//
+// Why nh heads per item: one head's K rows sit kv_stride (Hkv * D) apart, so an item per head
+// read 256-512 B out of every 2-4 KiB: the hardware prefetcher does not follow that and the loads
+// stalled (B = 64 decode: a third of the step in this kernel, mostly on the first K load). An
+// item over all heads reads the cache as one sequential stream per pass.
 template <class KV>
 NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
-  const int D = t.D, G = t.G;
-  const int rows = (t.q1 - t.q0) * G;
+  const int D = t.D, G = t.G, nh = t.nh;
+  const int R = (t.q1 - t.q0) * G;  // rows per head
+  const int rows = R * nh;
   const float qscale = t.scale * 1.4426950408889634f;
   const int max_pos = t.first_pos + t.q1 - 1;
   const int nkeys = max_pos + 1;
@@ -156,33 +164,41 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   sbuf.resize(size_t(rows) * stride);
   qbuf.resize(size_t(rows) * D);
   std::vector<int> limit(static_cast<size_t>(rows));  // keys [0, limit) visible to row r
+  // Row r = head (r / R) of the item, query / q head as in attention_tile.h within it.
+  auto row_query = [&](int r) { return t.q0 + (r % R) / G; };
+  auto row_qhead = [&](int r) { return (t.h + r / R) * G + (r % R) % G; };
   for (int r = 0; r < rows; ++r) {
-    const int qi = t.q0 + r / G, hq = t.h * G + r % G;
-    const float* src = t.q + (t.tok0 + qi) * t.q_stride + int64_t(hq) * D;
+    const float* src = t.q + (t.tok0 + row_query(r)) * t.q_stride + int64_t(row_qhead(r)) * D;
     for (int d = 0; d < D; ++d) qbuf[size_t(r) * D + d] = src[d] * qscale;
-    limit[size_t(r)] = t.first_pos + qi + 1;
+    limit[size_t(r)] = t.first_pos + row_query(r) + 1;
   }
-  thread_local std::vector<int64_t> kv_off;  // offset of key j's row in the K and V caches
+  thread_local std::vector<int64_t> kv_off;  // offset of key j's row of head t.h in K and V
   kv_off.resize(size_t(nkeys));
   for (int j = 0; j < nkeys; ++j) {
     const int64_t slot = int64_t(t.block_table[j / t.block_size]) * t.block_size + j % t.block_size;
     kv_off[size_t(j)] = slot * t.kv_stride + int64_t(t.h) * D;
   }
-  // Key rows of one head sit kv_stride apart (the cache is [slot, Hkv, D]): every row is in a
-  // different 4 KiB page, where hardware prefetchers stop, so rows are prefetched kAhead keys
-  // ahead (measured: without it decode attention ran at a fraction of the bandwidth).
+  // Software prefetch kAhead keys ahead: the item's nh rows of a slot into L1 for pass 1 (K), and
+  // into L2 for pass 2 (V, read from there once per head).
   constexpr int kAhead = 8;
-  auto prefetch_row = [&](const KV* base, int j) {
+  const int span = nh * D * int(sizeof(KV));
+  auto prefetch_k = [&](int j) {
     if (j >= nkeys) return;
-    const char* p = reinterpret_cast<const char*>(base + kv_off[size_t(j)]);
-    for (int b = 0; b < D * int(sizeof(KV)); b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    const char* p = reinterpret_cast<const char*>(t.k_cache + kv_off[size_t(j)]);
+    for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
   };
-  for (int j = 0; j < kAhead; ++j) prefetch_row(t.k_cache, j);
+  auto prefetch_v = [&](int j) {
+    if (j >= nkeys) return;
+    const char* p = reinterpret_cast<const char*>(t.v_cache + kv_off[size_t(j)]);
+    for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+  };
+  for (int j = 0; j < kAhead; ++j) prefetch_k(j), prefetch_v(j);
   // Pass 1: scores.
   for (int j = 0; j < nkeys; ++j) {
-    prefetch_row(t.k_cache, j + kAhead);
-    const KV* k = t.k_cache + kv_off[size_t(j)];
+    prefetch_k(j + kAhead);
+    prefetch_v(j + kAhead);
     for (int r = 0; r < rows; ++r) {
+      const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * D;
       const float* qr = qbuf.data() + size_t(r) * D;
       __m512 a0 = _mm512_setzero_ps(), a1 = a0;
       int d = 0;
@@ -215,33 +231,35 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     }
     inv_l[size_t(r)] = 1.f / _mm512_reduce_add_ps(sum);
   }
-  // Pass 2: out[r] = sum_j p[r][j] * v_j / l[r]. Keys outer, so each V row is read once per
-  // block of 2 rows and 128 dims; accumulators stay in registers (2 x 8 zmm).
+  // Pass 2: out[r] = sum_j p[r][j] * v_j / l[r], per head and pair of its rows. Keys inner, so
+  // each V row is read once per pair of rows and 128 dims (from L2: pass 1 prefetched it);
+  // accumulators stay in registers (2 x 8 zmm).
   constexpr int kRows = 2, kChunk = 128;
-  for (int d0 = 0; d0 < D; d0 += kChunk) {
-    const int nv = std::min(kChunk, D - d0) / 16;
-    for (int rb = 0; rb < rows; rb += kRows) {
-      const int nr = std::min(kRows, rows - rb);
-      __m512 acc[kRows][kChunk / 16];
-      for (int i = 0; i < kRows; ++i)
-        for (int c = 0; c < kChunk / 16; ++c) acc[i][c] = _mm512_setzero_ps();
-      for (int j = 0; j < kAhead; ++j) prefetch_row(t.v_cache, j);
-      for (int j = 0; j < nkeys; ++j) {
-        prefetch_row(t.v_cache, j + kAhead);
-        const KV* v = t.v_cache + kv_off[size_t(j)] + d0;
-        const __m512 p0 = _mm512_set1_ps(sbuf[size_t(rb) * stride + j]);
-        const __m512 p1 = _mm512_set1_ps(nr > 1 ? sbuf[size_t(rb + 1) * stride + j] : 0.f);
-        for (int c = 0; c < nv; ++c) {
-          const __m512 vv = load16_kv(v + c * 16);
-          acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
-          acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
+  for (int hh = 0; hh < nh; ++hh) {
+    const int64_t hoff = int64_t(hh) * D;
+    for (int d0 = 0; d0 < D; d0 += kChunk) {
+      const int nv = std::min(kChunk, D - d0) / 16;
+      for (int rb = hh * R; rb < (hh + 1) * R; rb += kRows) {
+        const int nr = std::min(kRows, (hh + 1) * R - rb);
+        __m512 acc[kRows][kChunk / 16];
+        for (int i = 0; i < kRows; ++i)
+          for (int c = 0; c < kChunk / 16; ++c) acc[i][c] = _mm512_setzero_ps();
+        for (int j = 0; j < nkeys; ++j) {
+          const KV* v = t.v_cache + kv_off[size_t(j)] + hoff + d0;
+          const __m512 p0 = _mm512_set1_ps(sbuf[size_t(rb) * stride + j]);
+          const __m512 p1 = _mm512_set1_ps(nr > 1 ? sbuf[size_t(rb + 1) * stride + j] : 0.f);
+          for (int c = 0; c < nv; ++c) {
+            const __m512 vv = load16_kv(v + c * 16);
+            acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
+            acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
+          }
         }
-      }
-      for (int i = 0; i < nr; ++i) {
-        const int r = rb + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
-        float* dst = t.out + (t.tok0 + qi) * t.out_stride + int64_t(hq) * D + d0;
-        const __m512 inv = _mm512_set1_ps(inv_l[size_t(r)]);
-        for (int c = 0; c < nv; ++c) _mm512_storeu_ps(dst + c * 16, _mm512_mul_ps(acc[i][c], inv));
+        for (int i = 0; i < nr; ++i) {
+          const int r = rb + i;
+          float* dst = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
+          const __m512 inv = _mm512_set1_ps(inv_l[size_t(r)]);
+          for (int c = 0; c < nv; ++c) _mm512_storeu_ps(dst + c * 16, _mm512_mul_ps(acc[i][c], inv));
+        }
       }
     }
   }
@@ -251,7 +269,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
 
 template <class KV>
 bool attention_tile_avx512(const AttentionTile<KV>& t) {
-  if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
+  if (active_isa() != Isa::Avx512 || t.D % 16 != 0 || t.nh != 1) return false;
   tile_avx512(t);
   return true;
 }

@@ -6,9 +6,10 @@
 
 namespace nanovllm::cpu {
 
-// One work item: `rows` query rows of one KV head against keys [0, max position] of one
-// sequence. Row r is query (q0 + r / G), head (h * G + r % G); its key position is
-// first_pos + q0 + r / G and it attends keys 0 .. that position (causal).
+// One work item: `rows` query rows of one KV head (nh adjacent heads for the rows kernel)
+// against keys [0, max position] of one sequence. Per head, row r is query (q0 + r / G), head
+// (h * G + r % G); its key position is first_pos + q0 + r / G and it attends keys 0 .. that
+// position (causal).
 // KV: the cache's element type, float or uint16_t (bf16 bits).
 template <class KV>
 struct AttentionTile {
@@ -26,13 +27,14 @@ struct AttentionTile {
   int first_pos;        // key position of query 0
   int q0, q1;           // the tile's queries [q0, q1)
   float scale;          // softmax scale
+  int nh = 1;           // rows kernel: KV heads h .. h + nh - 1 in one item (the tile kernel: 1)
 };
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
 // tile: many rows (prefill), queries transposed into vector lanes.
 template <class KV>
 bool attention_tile_avx512(const AttentionTile<KV>& t);
-// rows: few rows (decode), two passes over the keys with a vectorized softmax.
+// rows: few rows (decode), two passes over the keys with a vectorized softmax; t.nh heads.
 template <class KV>
 bool attention_rows_avx512(const AttentionTile<KV>& t);
 

@@ -41,7 +41,8 @@ class CpuBackend final : public Backend {
   }
   int num_threads() const override { return pool_.size(); }
 
-  Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
+  // Large tensors (the KV cache) get huge pages (weight_arena.h: huge_page_empty says why).
+  Tensor empty(const Shape& shape, DType dtype) override { return cpu::huge_page_empty(shape, dtype); }
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }

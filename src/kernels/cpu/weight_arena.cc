@@ -48,6 +48,14 @@ char* WeightArena::carve(size_t n) {
   return dst;
 }
 
+Tensor huge_page_empty(const Shape& shape, DType dtype) {
+  const size_t n = Tensor::wrap(nullptr, shape, dtype).nbytes();
+  if (n < kHugeEmptyMinBytes) return Tensor::empty(shape, dtype);
+  auto c = WeightArena::Chunk::create(n);
+  if (!c) return Tensor::empty(shape, dtype);  // no address space for the slack: the heap
+  return Tensor::wrap(c->base, shape, dtype, Device::CPU, c);
+}
+
 Tensor WeightArena::alloc(const Shape& shape, DType dtype) {
   Tensor probe = Tensor::wrap(nullptr, shape, dtype);
   const size_t n = probe.nbytes();

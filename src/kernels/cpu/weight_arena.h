@@ -30,13 +30,21 @@ class WeightArena {
   Tensor alloc(const Shape& shape, DType dtype);
   size_t bytes_copied() const { return copied_; }
 
+ struct Chunk;  // one 2 MiB-aligned anonymous mapping (also used by huge_page_empty)
+
  private:
-  struct Chunk;
   char* carve(size_t n);           // n bytes in the current (or a new) chunk; null on failure
   std::shared_ptr<Chunk> chunk_;  // the chunk being filled
   size_t used_ = 0;               // bytes used in chunk_
   size_t copied_ = 0;
   bool enabled_;
 };
+
+// Uninitialised memory of its own 2 MiB-aligned, huge-page-advised mapping for a large tensor
+// (>= kHugeEmptyMinBytes: the KV cache), else Tensor::empty. Why: decode attention reads each
+// key's row of one KV head (256-512 B) at a slot stride of Hkv * D elements (2-4 KiB), one 4 KiB
+// page per one or two keys; from 4 KiB pages nearly every row was a TLB miss.
+constexpr size_t kHugeEmptyMinBytes = size_t(8) << 20;
+Tensor huge_page_empty(const Shape& shape, DType dtype);
 
 }  // namespace nanovllm::cpu

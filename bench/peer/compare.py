@@ -3,7 +3,8 @@
 Qwen3-shaped weights, on the CPU, runs alternated, medians, ratios from the same run.
 
     /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3] [--threads 2]
-                                           [--workloads decode1,prefill512,b4,b64] [--json OUT]
+                                           [--workloads decode1,prefill512,b4,b64]
+                                           [--kv-cache-dtype bf16|f32] [--json OUT]
 
 What it does (everything third-party goes to the ignored cache folder .cache/peer/, or
 $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
@@ -77,7 +78,9 @@ def ensure_llama():
     if not os.path.isdir(os.path.join(LLAMA, ".git")):
         run(["git", "clone", "-q", bundle, LLAMA])
     run(["cmake", "-S", LLAMA, "-B", os.path.join(LLAMA, "build"), "-G", "Ninja",
-         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_BUILD_TESTS=OFF",
+         # GGML_CCACHE=OFF: ccache keys on the literal "-march=native", so a cache shared
+         # between machines could hand back objects built for another CPU.
+         "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DGGML_CCACHE=OFF", "-DLLAMA_BUILD_TESTS=OFF",
          "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
          "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF"], stdout=subprocess.DEVNULL)
     run(["ninja", "-C", os.path.join(LLAMA, "build")] + TARGETS)
@@ -108,13 +111,13 @@ def ensure_models(nanovllm, preset):
     return mdir, ggufs
 
 
-def ours(nanovllm, mdir, flags, workload, threads):
+def ours(nanovllm, mdir, flags, workload, threads, kv_dtype):
     shape = {"decode1": (1, 4, 128), "prefill512": (1, 512, 1), "b4": (4, 128, 128),
              "b64": (64, 128, 128)}[workload]
     n, pin, pout = shape
     cmd = [nanovllm, "bench", "--model", mdir, "--num-seqs", n, "--min-input-len", pin,
            "--max-input-len", pin, "--min-output-len", pout, "--max-output-len", pout, "--json",
-           "--no-progress", "--threads", threads] + flags
+           "--no-progress", "--threads", threads, "--kv-cache-dtype", kv_dtype] + flags
     j = json.loads([ln for ln in out(cmd).splitlines() if ln.startswith("{")][-1])
     return j["prefill_tokens_per_s"] if workload == "prefill512" else j["decode_tokens_per_s"]
 
@@ -141,6 +144,8 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--nanovllm", default=os.path.join(ROOT, "build", "nanovllm"))
+    ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f32"],
+                    help="nanovllm's KV cache (default bf16: 16-bit like llama.cpp's default f16 cache)")
     ap.add_argument("--json", help="also write the raw numbers here")
     a = ap.parse_args()
     workloads = a.workloads.split(",")
@@ -157,7 +162,8 @@ def main():
     for r in range(a.rounds):
         for w in workloads:
             for fmt, flags in OURS.items():
-                res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, mdir, flags, w, a.threads))
+                res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, mdir, flags, w, a.threads,
+                                                                        a.kv_cache_dtype))
             for fmt in PEER:
                 res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads))
             log(f"round {r + 1}/{a.rounds} {w}: " + ", ".join(
@@ -165,7 +171,8 @@ def main():
     load1 = uptime()
     med = {w: {k: statistics.median(v) for k, v in d.items()} for w, d in res.items()}
     cols = [f"nanovllm {f}" for f in OURS] + [f"llama.cpp {f}" for f in PEER]
-    print(f"\nmodel: random {a.preset} (bf16 weights, GGUF converted); threads {a.threads}; "
+    print(f"\nmodel: random {a.preset} (bf16 weights, GGUF converted); KV cache: nanovllm "
+          f"{a.kv_cache_dtype}, llama.cpp f16 (its default); threads {a.threads}; "
           f"{a.rounds} rounds alternated, medians; load (1/5/15 min) before {' '.join(load0)}, "
           f"after {' '.join(load1)}; {time.time() - t0:.0f} s\n")
     print("| workload | " + " | ".join(cols) + " | int4 / Q4_0 | int8 / Q8_0 | bf16 / bf16 | best / best |")
@@ -180,7 +187,8 @@ def main():
               " | ".join(f"{x:.2f}x" for x in ratios) + " |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"preset": a.preset, "threads": a.threads, "rounds": a.rounds, "load_before": load0,
+            json.dump({"preset": a.preset, "threads": a.threads, "rounds": a.rounds,
+                       "kv_cache_dtype": a.kv_cache_dtype, "load_before": load0,
                        "load_after": load1, "runs": res, "medians": med}, f, indent=1)
 
 

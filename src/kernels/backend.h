@@ -77,6 +77,9 @@ class Backend {
 
   // --- memory ---------------------------------------------------------------------------
   virtual Tensor empty(const Shape& shape, DType dtype) = 0;
+  // The KV cache's storage (allocated once). CPU backend: its own huge-page mapping
+  // (kernels/cpu/weight_arena.h: huge_page_empty says why); others: empty().
+  virtual Tensor empty_kv_cache(const Shape& shape, DType dtype) { return empty(shape, dtype); }
   // Copies a host tensor to the device. CPU backend: tensors of 64 KiB and more (the weights)
   // are copied into huge-page memory (kernels/cpu/weight_arena.h: faster streaming decode),
   // smaller ones are returned unchanged; BackendOptions::cpu_weight_copy = false

@@ -25,7 +25,7 @@ KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int
   const DType dt = dtype.value_or(be.act_dtype());
   NV_CHECK(be.kv_cache_dtype_supported(dt), "the ", be.name(), " backend has no ", dtype_name(dt),
            " KV cache");
-  kv.storage = be.empty({2, L, slots, hkv, D}, dt);
+  kv.storage = be.empty_kv_cache({2, L, slots, hkv, D}, dt);
   Tensor flat = kv.storage.view({2 * L, slots, hkv, D});
   for (int64_t l = 0; l < L; ++l) {
     kv.k.push_back(flat.rows(l, l + 1).view({slots, hkv, D}));

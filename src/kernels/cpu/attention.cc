@@ -107,11 +107,12 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
     const int32_t* table = bt + int64_t(b) * bt_stride;
     bool fast = first_pos + qlo >= 0;
     for (int64_t j = 0; fast && j <= last_key; j += bs) fast = key_slot(table, j) >= 0;
-    for (int64_t q0 = qlo; q0 < qhi; q0 += kTile) {
-      const int q1 = int(std::min(qhi, q0 + kTile));
-      const int nh = (q1 - q0) * G < kMinTileRows ? decode_nh : 1;
-      for (int h = 0; h < Hkv; h += nh) items.push_back({b, h, int(q0), q1, fast, std::min(nh, Hkv - h)});
-    }
+    // Heads outer, query tiles inner: a parallel chunk then holds whole causal triangles
+    // (tiles in query order would give one thread the cheap early tiles of every head).
+    const int nh = (qhi - qlo) * G < kMinTileRows ? decode_nh : 1;
+    for (int h = 0; h < Hkv; h += nh)
+      for (int64_t q0 = qlo; q0 < qhi; q0 += kTile)
+        items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast, std::min(nh, Hkv - h)});
   }
 
   // Chunks of at least ~64K multiply-adds (score + value FMAs), so short contexts of tiny models

@@ -41,8 +41,14 @@ class CpuBackend final : public Backend {
   }
   int num_threads() const override { return pool_.size(); }
 
-  // Large tensors (the KV cache) get huge pages (weight_arena.h: huge_page_empty says why).
-  Tensor empty(const Shape& shape, DType dtype) override { return cpu::huge_page_empty(shape, dtype); }
+  Tensor empty(const Shape& shape, DType dtype) override { return Tensor::empty(shape, dtype); }
+  // Not for activations: a fresh mapping per call would pay its page faults every step; the heap
+  // reuses its memory. The cost: the first touch of a KV page faults in 2 MiB, not 4 KiB (in the
+  // dev VM the host backs guest memory at ~0.4 GB/s on first touch, so a fresh process's first
+  // 512-token prefill is ~20% slower; steady-state B = 64 decode is ~19% faster, docs/perf.md).
+  Tensor empty_kv_cache(const Shape& shape, DType dtype) override {
+    return cpu::huge_page_empty(shape, dtype);
+  }
   // Weights move from the mmap'd file into huge-page memory (weight_arena.h says why).
   Tensor to_device(const Tensor& host) override { return arena_.copy(host, pool_); }
   Tensor to_host(const Tensor& t) override { return t; }

@@ -41,9 +41,9 @@ class WeightArena {
 };
 
 // Uninitialised memory of its own 2 MiB-aligned, huge-page-advised mapping for a large tensor
-// (>= kHugeEmptyMinBytes: the KV cache), else Tensor::empty. Why: decode attention reads each
-// key's row of one KV head (256-512 B) at a slot stride of Hkv * D elements (2-4 KiB), one 4 KiB
-// page per one or two keys; from 4 KiB pages nearly every row was a TLB miss.
+// (>= kHugeEmptyMinBytes), else Tensor::empty: the KV cache (Backend::empty_kv_cache). Why:
+// decode attention reads a key's rows at a slot stride of Hkv * D elements (2-4 KiB); from
+// 4 KiB pages nearly every slot was a TLB miss.
 constexpr size_t kHugeEmptyMinBytes = size_t(8) << 20;
 Tensor huge_page_empty(const Shape& shape, DType dtype);
 

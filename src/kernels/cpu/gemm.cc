@@ -49,11 +49,6 @@ NV_TARGET_AVX512 inline __m512 wload512_masked(const WT* p, __mmask16 m) {
 }
 
 constexpr int kTwoRowMinM = 4;
-// Bandwidth-bound streams (M <= 4) are prefetched this far ahead in software: on the Intel Xeon
-// (Emerald Rapids) VM the hardware prefetcher alone reached 66% of a read pass (20 of 30 GB/s),
-// with a 4 KiB lead 88% (26.5 GB/s); 2 KiB gave 84%, 8 KiB the same as 4 (docs/perf.md).
-// Past the weight's end the address is never dereferenced: prefetches do not fault.
-constexpr int64_t kGemvPrefetchBytes = 4096;
 template <int M, class WT>
 NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int64_t K, int64_t N,
                                     int64_t n0, int64_t n1) {
@@ -93,8 +88,8 @@ NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int
     __m512 a0[M];
     for (int m = 0; m < M; ++m) a0[m] = _mm512_setzero_ps();
     for (int64_t k = 0; k < kv; k += 16) {
-      if constexpr (M <= kTwoRowMinM)  // bandwidth-bound: the software lead of gemv1_bf16_512
-        _mm_prefetch(reinterpret_cast<const char*>(w0 + k) + kGemvPrefetchBytes, _MM_HINT_T0);
+      if constexpr (M <= kTwoRowMinM)  // bandwidth-bound: simd.h's software lead
+        _mm_prefetch(reinterpret_cast<const char*>(w0 + k) + kStreamPrefetchBytes, _MM_HINT_T0);
       __m512 v0 = wload512(w0 + k);
       for (int m = 0; m < M; ++m) a0[m] = _mm512_fmadd_ps(v0, _mm512_loadu_ps(x + m * K + k), a0[m]);
     }
@@ -114,7 +109,7 @@ NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int
 // Rows are read one after another, so each thread reads one sequential stream: the hardware
 // prefetcher then runs at full bandwidth. (Interleaving 4 rows -- 4 streams -- plus software
 // prefetch measured 19-20 GB/s; one stream 26-30 GB/s on the same machine, docs/perf.md.)
-// The stream is also prefetched kGemvPrefetchBytes ahead in software (see there).
+// The stream is also prefetched kStreamPrefetchBytes ahead in software (simd.h says why).
 NV_TARGET_AVX512 void gemv1_bf16_512(const float* xs, const uint16_t* w, float* out, int64_t K,
                                      int64_t n0, int64_t n1) {
   const __m512i hi_mask = _mm512_set1_epi32(int(0xFFFF0000u));
@@ -125,7 +120,7 @@ NV_TARGET_AVX512 void gemv1_bf16_512(const float* xs, const uint16_t* w, float* 
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t k = 0;
     for (; k < k64; k += 64) {
-      const char* ahead = reinterpret_cast<const char*>(row + k) + kGemvPrefetchBytes;
+      const char* ahead = reinterpret_cast<const char*>(row + k) + kStreamPrefetchBytes;
       _mm_prefetch(ahead, _MM_HINT_T0);
       _mm_prefetch(ahead + 64, _MM_HINT_T0);
       __m512i v0 = _mm512_loadu_si512(row + k), v1 = _mm512_loadu_si512(row + k + 32);

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/qgemm_kernels.h"
+#include "kernels/cpu/simd.h"
 
 #define NV_TARGET_VNNI512 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -40,11 +41,8 @@ NV_TARGET_VNNI512 inline void store_block(float* dst, __m512 v, int64_t b, int64
 }
 
 // Small M streams the weights once (bandwidth-bound): blocks are contiguous, so the stream is
-// also prefetched kPrefetchBytes ahead in software (the hardware prefetcher alone left the
-// Emerald Rapids VM at ~2/3 of a read pass; the same lead as the bf16 GEMV, kernels/cpu/gemm.cc).
-// Larger M reuses a tile from L1/L2 and is compute-bound: no prefetch. Prefetches past the
-// weight's end never fault.
-constexpr int64_t kPrefetchBytes = 4096;
+// also prefetched kStreamPrefetchBytes ahead in software (simd.h says why). Larger M reuses a
+// tile from L1/L2 and is compute-bound: no prefetch.
 template <int MB>
 constexpr bool kPrefetch = MB <= 4;
 
@@ -62,7 +60,7 @@ NV_TARGET_VNNI512 void int8_rows(const QWeightView& w, const QActs& a, int64_t b
     for (; i + C <= steps; i += C)
       for (int c = 0; c < C; ++c) {
         if constexpr (kPrefetch<MB>)
-          _mm_prefetch(reinterpret_cast<const char*>(blk + (i + c) * 64 + kPrefetchBytes), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(blk + (i + c) * 64 + kStreamPrefetchBytes), _MM_HINT_T0);
         const __m512i wv = _mm512_loadu_si512(blk + (i + c) * 64);
         for (int m = 0; m < MB; ++m)
           acc[m][c] = _mm512_dpbusd_epi32(acc[m][c], bcast4(a.x + m * Kp + 4 * (i + c)), wv);
@@ -111,7 +109,7 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
 #pragma GCC unroll 8
       for (int t = 0; t < kLines; ++t) {
         if constexpr (kPrefetch<MB>)
-          _mm_prefetch(reinterpret_cast<const char*>(r + 64 * t + kPrefetchBytes), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(r + 64 * t + kStreamPrefetchBytes), _MM_HINT_T0);
         const __m512i v = _mm512_loadu_si512(r + 64 * t);
         const __m512i vlo = _mm512_and_si512(v, lo4), vhi16 = _mm512_and_si512(v, hi4);
         const int c = t % C;
@@ -121,8 +119,8 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
           hi[m][c] = _mm512_dpbusd_epi32(hi[m][c], vhi16, bcast4(xm + 4));
         }
       }
-      if constexpr (kPrefetch<MB>)  // the scale (and min) line of the record kPrefetchBytes on
-        _mm_prefetch(reinterpret_cast<const char*>(r + 8 * G + kPrefetchBytes), _MM_HINT_T0);
+      if constexpr (kPrefetch<MB>)  // the scale (and min) line of the record, as far ahead
+        _mm_prefetch(reinterpret_cast<const char*>(r + 8 * G + kStreamPrefetchBytes), _MM_HINT_T0);
       const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G)));
       __m512 mn = _mm512_setzero_ps();
       if constexpr (ZP) mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G + 32)));

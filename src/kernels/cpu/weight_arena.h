@@ -30,7 +30,7 @@ class WeightArena {
   Tensor alloc(const Shape& shape, DType dtype);
   size_t bytes_copied() const { return copied_; }
 
- struct Chunk;  // one 2 MiB-aligned anonymous mapping (also used by huge_page_empty)
+  struct Chunk;  // one 2 MiB-aligned anonymous mapping (also used by huge_page_empty)
 
  private:
   char* carve(size_t n);           // n bytes in the current (or a new) chunk; null on failure

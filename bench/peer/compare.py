@@ -3,14 +3,14 @@
 Qwen3-shaped weights, on the CPU, runs alternated, medians, ratios from the same run.
 
     /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3] [--threads 2]
-                                           [--workloads decode1,prefill512,b4,b64]
+                                           [--workloads decode1,prefill512,b4,b64,server32]
                                            [--kv-cache-dtype bf16|f32] [--json OUT]
 
 What it does (everything third-party goes to the ignored cache folder .cache/peer/, or
 $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
   1. llama.cpp: `npm pack node-llama-cpp@3.22.1` (npm registry), whose llama/gitRelease.bundle is a
-     git bundle of llama.cpp; clone it and build llama-bench, llama-batched-bench and
-     llama-quantize (CMake, Release, GGML_NATIVE). Skipped when already built.
+     git bundle of llama.cpp; clone it and build llama-bench, llama-batched-bench,
+     llama-quantize and llama-server (CMake, Release, GGML_NATIVE). Skipped when already built.
   2. The model: `nanovllm make-model --arch qwen3 --preset P --dtype bf16 --seed 0` (with the
      Qwen3 tokenizer), converted to GGUF bf16 by hf_to_gguf.py (llama.cpp's gguf-py + Debian's
      numpy, no torch), then llama-quantize to Q8_0 and Q4_0.
@@ -20,27 +20,35 @@ $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
        prefill512  one 512-token prompt            llama-bench -p 512 -n 0      | nanovllm bench 1 x (512 + 1)
        b4, b64     128 + 128 tokens, B sequences   llama-batched-bench -npp 128 -ntg 128 -npl B (S_TG)
                                                    | nanovllm bench B x (128 + 128) decode tok/s
+       server32    32 clients at once, 128 + 128   llama-server -np 32 (unified KV cache)
+                   output tok/s (serve_load.py)    | nanovllm serve
   4. Prints the table (tok/s, medians over rounds) and the ratios; `uptime` load before/after.
 Not a test: nothing here runs in `make test`."""
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tarfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_load  # noqa: E402  (the client half of the server32 workload)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("NANOVLLM_PEER_CACHE", os.path.join(ROOT, ".cache", "peer"))
 NPM_PKG = "node-llama-cpp@3.22.1"
 LLAMA = os.path.join(CACHE, "llama.cpp")
 LLAMA_BIN = os.path.join(LLAMA, "build", "bin")
-TARGETS = ["llama-bench", "llama-batched-bench", "llama-quantize"]
+TARGETS = ["llama-bench", "llama-batched-bench", "llama-quantize", "llama-server"]
 OURS = {"bf16": [], "int8": ["--quantization", "int8"], "int4": ["--quantization", "int4"]}
 PEER = {"bf16": "bf16", "Q8_0": "q8_0", "Q4_0": "q4_0"}
 WORKLOADS = {"decode1": "batch-1 decode tok/s", "prefill512": "prefill, 512-token prompt, tok/s",
-             "b4": "128+128, B=4, decode tok/s", "b64": "128+128, B=64, decode tok/s"}
+             "b4": "128+128, B=4, decode tok/s", "b64": "128+128, B=64, decode tok/s",
+             "server32": "server, 32 concurrent, output tok/s"}
+SERVER_CLIENTS = 32
 
 
 def log(msg):
@@ -81,7 +89,7 @@ def ensure_llama():
          # GGML_CCACHE=OFF: ccache keys on the literal "-march=native", so a cache shared
          # between machines could hand back objects built for another CPU.
          "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DGGML_CCACHE=OFF", "-DLLAMA_BUILD_TESTS=OFF",
-         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF",
+         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_BUILD_APP=OFF",
          "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF"], stdout=subprocess.DEVNULL)
     run(["ninja", "-C", os.path.join(LLAMA, "build")] + TARGETS)
 
@@ -111,7 +119,39 @@ def ensure_models(nanovllm, preset):
     return mdir, ggufs
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def served(cmd, port):
+    """Starts a server, waits for /health, runs the 32-client load, stops the server."""
+    log("+ " + " ".join(map(str, cmd)))
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        serve_load.wait_healthy(url, proc)
+        return serve_load.run_load(url, clients=SERVER_CLIENTS)["output_tokens_per_s"]
+    except RuntimeError as e:
+        proc.kill()
+        raise SystemExit(f"`{' '.join(map(str, cmd))}`: {e}\n{proc.communicate()[1][-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def ours(nanovllm, mdir, flags, workload, threads, kv_dtype):
+    if workload == "server32":
+        port = free_port()
+        return served([nanovllm, "serve", "--model", mdir, "--served-model-name", "bench", "--port",
+                       port, "--threads", threads, "--kv-cache-dtype", kv_dtype] + flags, port)
     shape = {"decode1": (1, 4, 128), "prefill512": (1, 512, 1), "b4": (4, 128, 128),
              "b64": (64, 128, 128)}[workload]
     n, pin, pout = shape
@@ -123,6 +163,14 @@ def ours(nanovllm, mdir, flags, workload, threads, kv_dtype):
 
 
 def peer(gguf, workload, threads):
+    if workload == "server32":
+        port = free_port()
+        # One unified KV buffer for 32 slots of 128 + 128 tokens (+ headroom), as llama-server
+        # itself sizes it when -np is auto.
+        return served([os.path.join(LLAMA_BIN, "llama-server"), "-m", gguf, "-t", threads, "-tb",
+                       threads, "-np", SERVER_CLIENTS, "-kvu", "-c", SERVER_CLIENTS * 288, "-b", "2048",
+                       "-ub", "512", "--no-webui", "--alias", "bench", "--host", "127.0.0.1", "--port", port],
+                      port)
     if workload in ("decode1", "prefill512"):
         pn = ["-p", "0", "-n", "128"] if workload == "decode1" else ["-p", "512", "-n", "0"]
         text = out([os.path.join(LLAMA_BIN, "llama-bench"), "-m", gguf, "-t", threads, "-r", "1",

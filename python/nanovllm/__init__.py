@@ -9,7 +9,7 @@ Errors: wrong argument types raise TypeError, bad values ValueError, and failure
 engine NanoVLLMError (a RuntimeError) carrying the C++ message.
 """
 from ._core import (BackendOptions, Config, EngineStats, NanoVLLMError, RequestOutput,
-                    SamplingParams, StepStats, StreamDelta)
+                    SamplingParams, StepStats, StreamDelta, StructuredOutputsParams)
 from .llm import LLM, LLMEngine
 from .tokenizer import AutoTokenizer, Tokenizer
 
@@ -17,5 +17,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LLM", "LLMEngine", "SamplingParams", "Config", "BackendOptions", "Tokenizer", "AutoTokenizer", "NanoVLLMError",
-    "RequestOutput", "StreamDelta", "EngineStats", "StepStats", "__version__",
+    "RequestOutput", "StreamDelta", "EngineStats", "StepStats", "StructuredOutputsParams", "__version__",
 ]

@@ -16,12 +16,22 @@ from .progress import ProgressBar
 from .tokenizer import Tokenizer
 
 
-def _output_dict(out):
-    """generate()'s result for one prompt: nano-vLLM's {"text", "token_ids"} plus extras."""
-    d = {"text": out.text, "token_ids": out.token_ids, "finish_reason": out.finish_reason,
-         "prompt_token_ids": out.prompt_token_ids, "num_cached_tokens": out.num_cached_tokens}
+def _completion_dict(out):
+    d = {"text": out.text, "token_ids": out.token_ids, "finish_reason": out.finish_reason}
     if out.logprobs:
         d["logprobs"] = [lp.to_dict() for lp in out.logprobs]
+    return d
+
+
+def _output_dict(outs):
+    """generate()'s result for one prompt (outs: its completions in index order): nano-vLLM's
+    {"text", "token_ids"} of completion 0 plus extras; with n > 1 also "outputs", one
+    {"index", "text", "token_ids", "finish_reason"[, "logprobs"]} per completion."""
+    d = _completion_dict(outs[0])
+    d["prompt_token_ids"] = outs[0].prompt_token_ids
+    d["num_cached_tokens"] = outs[0].num_cached_tokens
+    if len(outs) > 1:
+        d["outputs"] = [dict(index=o.index, **_completion_dict(o)) for o in outs]
     return d
 
 
@@ -59,27 +69,37 @@ class LLM:
         # Outputs are routed per request, so generate()/stream() calls in several threads and
         # add_request()/step() users share one engine; _lock orders step + routing.
         self._lock = threading.RLock()
-        self._finished = {}    # request_id -> RequestOutput not yet collected
+        # A request with SamplingParams.n > 1 gives n RequestOutputs (one per completion, told
+        # apart by .index), each when that completion finishes.
+        self._finished = {}    # request_id -> [RequestOutput] arrived, not yet collected
+        self._awaited = {}     # request_id -> how many of its RequestOutputs have not arrived
         self._deltas = {}      # request_id -> [StreamDelta] not yet consumed
         self._owned = set()    # requests of running generate()/stream() calls
-        self._discard = set()  # aborted by generate()/stream(): drop their outputs
+        self._discard = {}     # request_id -> outputs still to drop (aborted / stream done)
 
     # --- nano-vLLM's LLMEngine interface ------------------------------------------------------
     def add_request(self, prompt, sampling_params=None, stream=False):
         """Enqueues one prompt (str or token ids); returns its request id. With stream=True its
         deltas are returned by take_stream_deltas()."""
         sp = normalize_params(sampling_params, 1)[0]
-        return self._engine.add_request(normalize_prompt(prompt), sp, bool(stream))
+        with self._lock:
+            rid = self._engine.add_request(normalize_prompt(prompt), sp, bool(stream))
+            self._awaited[rid] = sp.n
+        return rid
 
     def step(self):
         """One engine step. Returns (outputs, num_tokens) like nano-vLLM: outputs are
         (request_id, token_ids) of requests added with add_request() that finished; num_tokens is
-        the step's prefill tokens, or minus its decode tokens."""
+        the step's prefill tokens, or minus its decode tokens. A request with n > 1 gives one
+        (request_id, token_ids) per completion, each when that completion finishes."""
         with self._lock:
             steps = self._engine.stats().steps
             self._pump()
             mine = [rid for rid in self._finished if rid not in self._owned]
-            outs = [(rid, self._finished.pop(rid).token_ids) for rid in mine]
+            outs = [(rid, o.token_ids) for rid in mine for o in self._finished.pop(rid)]
+            for rid in mine:
+                if self._awaited.get(rid) == 0:
+                    del self._awaited[rid]
             if self._engine.stats().steps == steps:  # nothing was scheduled
                 return outs, 0
             s = self._engine.last_step_stats()
@@ -101,8 +121,10 @@ class LLM:
     # --- offline generation ------------------------------------------------------------------
     def generate(self, prompts, sampling_params=None, use_tqdm=True):
         """Returns one dict per prompt, in prompt order: {"text", "token_ids", "finish_reason",
-        "prompt_token_ids", "num_cached_tokens"[, "logprobs"]}. A prompt the engine cannot run
-        (too long, empty, ids outside the vocabulary) raises ValueError."""
+        "prompt_token_ids", "num_cached_tokens"[, "logprobs"]}; with SamplingParams.n > 1 these
+        are completion 0's, and "outputs" lists all n ({"index", "text", "token_ids",
+        "finish_reason"[, "logprobs"]}). A prompt the engine cannot run (too long, empty, ids
+        outside the vocabulary) raises ValueError."""
         prompts = normalize_prompts(prompts)
         params = normalize_params(sampling_params, len(prompts))
         pending = self._add_all(prompts, params, stream=False)
@@ -112,7 +134,7 @@ class LLM:
             while pending:
                 seconds = self._pump(owned=pending)
                 bar.step(self._engine.last_step_stats(), seconds)
-                for rid in [r for r in pending if r in self._finished]:
+                for rid in [r for r in pending if self._awaited.get(r) == 0]:
                     i = pending.pop(rid)
                     results[i] = self._collect(rid, i)
                     bar.finished()
@@ -125,12 +147,15 @@ class LLM:
 
     def stream(self, prompts, sampling_params=None):
         """Yields the output of every prompt piece by piece, as the engine produces it:
-        {"index", "text", "token_ids", "finished", "finish_reason"} where text and token_ids
-        are new since that prompt's previous piece (concatenated they give generate()'s
-        output). Closing the generator early aborts the unfinished prompts."""
+        {"index", "completion", "text", "token_ids", "finished", "finish_reason"} where index is
+        the prompt's, completion which of its SamplingParams.n completions (0 when n = 1), and
+        text and token_ids are new since that completion's previous piece (concatenated they give
+        generate()'s output); "finished" marks that completion's last piece. Closing the
+        generator early aborts the unfinished prompts."""
         prompts = normalize_prompts(prompts)
         params = normalize_params(sampling_params, len(prompts))
         pending = self._add_all(prompts, params, stream=True)
+        unfinished = {rid: params[i].n for rid, i in pending.items()}  # completions still going
         try:
             while pending:
                 self._pump(owned=pending)
@@ -138,13 +163,15 @@ class LLM:
                     i = pending[rid]
                     for d in self._deltas.pop(rid):
                         if d.finished:
-                            del pending[rid]
-                            self._owned.discard(rid)
-                            self._finished.pop(rid, None)
+                            unfinished[rid] -= 1
+                            if unfinished[rid] == 0:
+                                del pending[rid]
+                                self._forget(rid)
                         if d.finish_reason == "error":
                             raise ValueError(f"prompts[{i}]: {d.error}")
-                        yield {"index": i, "text": d.text, "token_ids": d.token_ids,
-                               "finished": d.finished, "finish_reason": d.finish_reason or None}
+                        yield {"index": i, "completion": d.index, "text": d.text,
+                               "token_ids": d.token_ids, "finished": d.finished,
+                               "finish_reason": d.finish_reason or None}
         finally:  # also on GeneratorExit (closed early) and KeyboardInterrupt
             self._abort_all(pending)
 
@@ -183,6 +210,7 @@ class LLM:
                     except ValueError as e:
                         raise ValueError(f"prompts[{i}]: {e}") from None
                     pending[rid] = i
+                    self._awaited[rid] = sp.n
                     self._owned.add(rid)
         except BaseException:
             self._abort_all(pending)
@@ -197,33 +225,46 @@ class LLM:
             outs = self._engine.step()
             seconds = perf_counter() - t
             for o in outs:
-                if o.request_id in self._discard:
-                    self._discard.discard(o.request_id)
-                else:
-                    self._finished[o.request_id] = o
+                rid = o.request_id
+                if rid in self._discard:
+                    self._discard[rid] -= 1
+                    if self._discard[rid] == 0:
+                        del self._discard[rid]
+                    continue
+                self._finished.setdefault(rid, []).append(o)
+                if rid in self._awaited:
+                    self._awaited[rid] -= 1
             for d in self._engine.take_stream_deltas():
                 self._deltas.setdefault(d.request_id, []).append(d)
             if owned and not outs and self._engine.is_finished() and \
-                    not any(r in self._finished or r in self._deltas for r in owned):
+                    not any(self._awaited.get(r) == 0 or r in self._deltas for r in owned):
                 raise NanoVLLMError("the engine is idle but requests are unfinished")  # never spin
         return seconds
 
     def _collect(self, rid, index):
-        out = self._finished.pop(rid)
+        outs = sorted(self._finished.pop(rid), key=lambda o: o.index)
+        del self._awaited[rid]
         self._owned.discard(rid)
-        if out.finish_reason == "error":
-            raise ValueError(f"prompts[{index}]: {out.error}")
-        return _output_dict(out)
+        for o in outs:
+            if o.finish_reason == "error":
+                raise ValueError(f"prompts[{index}]: {o.error}")
+        return _output_dict(outs)
+
+    def _forget(self, rid):
+        """Drops a request's state; its RequestOutputs still to come are dropped on arrival."""
+        self._finished.pop(rid, None)
+        self._deltas.pop(rid, None)
+        self._owned.discard(rid)
+        left = self._awaited.pop(rid, 0)
+        if left > 0:
+            self._discard[rid] = self._discard.get(rid, 0) + left
 
     def _abort_all(self, pending):
         """Aborts unfinished requests; their abort outputs are dropped when they come back."""
         with self._lock:
             for rid in list(pending):
-                self._engine.abort(rid)
-                if self._finished.pop(rid, None) is None:
-                    self._discard.add(rid)
-                self._deltas.pop(rid, None)
-                self._owned.discard(rid)
+                self._engine.abort(rid)  # every unfinished completion: an abort output next step
+                self._forget(rid)
             for d in self._engine.take_stream_deltas():  # abort's final deltas, pushed at once
                 if d.request_id not in pending:
                     self._deltas.setdefault(d.request_id, []).append(d)

@@ -77,6 +77,7 @@ void bind_outputs(py::module_& m) {
       .done();
   ReadOnly<RequestOutput>(m, "RequestOutput", "A finished request.")
       .field("request_id", &RequestOutput::request_id)
+      .field("index", &RequestOutput::index)
       .field("prompt_token_ids", &RequestOutput::prompt_token_ids)
       .field("token_ids", &RequestOutput::token_ids)
       .text("text", &RequestOutput::text)
@@ -88,6 +89,7 @@ void bind_outputs(py::module_& m) {
       .done();
   ReadOnly<StreamDelta>(m, "StreamDelta", "Output of a streaming request new since its last delta.")
       .field("request_id", &StreamDelta::request_id)
+      .field("index", &StreamDelta::index)
       .field("token_ids", &StreamDelta::token_ids)
       .text("text", &StreamDelta::text)
       .field("logprobs", &StreamDelta::logprobs)

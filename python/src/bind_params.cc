@@ -12,6 +12,61 @@ namespace nanovllm::pyb {
 
 namespace {
 
+// A JSON document given as text, or as a Python dict / list (serialized with json.dumps; dicts
+// keep their key order, which a JSON schema's property order follows).
+Field<StructuredOutputsParams> json_text_field(const char* name,
+                                               std::string StructuredOutputsParams::*member) {
+  return {name,
+          [name, member](StructuredOutputsParams& so, py::handle h) {
+            if (h.is_none())
+              (so.*member).clear();
+            else if (py::isinstance<py::dict>(h) || py::isinstance<py::list>(h))
+              so.*member = py::module_::import("json").attr("dumps")(h).cast<std::string>();
+            else
+              so.*member = from_py<std::string>(h, {"StructuredOutputsParams", name});
+          },
+          [member](const StructuredOutputsParams& so) { return py::object(py::str(so.*member)); }};
+}
+
+// vLLM's StructuredOutputsParams names (nanovllm/sampling_params.h).
+std::vector<Field<StructuredOutputsParams>> structured_fields() {
+  using O = StructuredOutputsParams;
+  const char* o = "StructuredOutputsParams";
+  return {json_text_field("json", &O::json),
+          field(o, "regex", &O::regex),
+          field(o, "choice", &O::choice),
+          field(o, "json_object", &O::json_object),
+          json_text_field("tools", &O::tools),
+          field(o, "tool_name", &O::tool_name),
+          field(o, "disable_any_whitespace", &O::disable_any_whitespace)};
+}
+
+// SamplingParams.structured_outputs: a StructuredOutputsParams, a dict of its fields, or None
+// (no constraint).
+Field<SamplingParams> structured_outputs_field() {
+  return {"structured_outputs",
+          [](SamplingParams& sp, py::handle h) {
+            if (h.is_none()) {
+              sp.structured_outputs = {};
+            } else if (py::isinstance<StructuredOutputsParams>(h)) {
+              sp.structured_outputs = h.cast<StructuredOutputsParams>();
+            } else if (py::isinstance<py::dict>(h)) {
+              StructuredOutputsParams so;
+              assign_fields(so, structured_fields(), "StructuredOutputsParams", py::args(),
+                            py::reinterpret_borrow<py::kwargs>(h));
+              sp.structured_outputs = so;
+            } else {
+              throw py::type_error(
+                  "SamplingParams.structured_outputs must be a StructuredOutputsParams, a dict of "
+                  "its fields or None, got " + type_name(h));
+            }
+          },
+          [](const SamplingParams& sp) -> py::object {
+            if (sp.structured_outputs.empty()) return py::none();
+            return py::cast(sp.structured_outputs);
+          }};
+}
+
 // nano-vLLM's three fields first, in its order, so SamplingParams(0.6, 256) means the same.
 std::vector<Field<SamplingParams>> sampling_fields() {
   using S = SamplingParams;
@@ -31,7 +86,9 @@ std::vector<Field<SamplingParams>> sampling_fields() {
           field(o, "frequency_penalty", &S::frequency_penalty),
           field(o, "repetition_penalty", &S::repetition_penalty),
           field(o, "logit_bias", &S::logit_bias),
-          field(o, "skip_special_tokens", &S::skip_special_tokens)};
+          field(o, "skip_special_tokens", &S::skip_special_tokens),
+          field(o, "n", &S::n),
+          structured_outputs_field()};
 }
 
 // BackendOptions (nanovllm/backend_options.h); linear_path by name.
@@ -108,6 +165,15 @@ void validate_or_value_error(const T& t) {
   }
 }
 
+// StructuredOutputsParams has no validate() of its own: SamplingParams checks it (one
+// constraint at most, tool_name only with tools). A grammar the engine cannot compile is
+// reported when the request is added.
+void validate_or_value_error(const StructuredOutputsParams& so) {
+  SamplingParams sp;
+  sp.structured_outputs = so;
+  validate_or_value_error(sp);
+}
+
 template <class T>
 void bind_struct(py::module_& m, const char* name, const char* doc,
                  const std::vector<Field<T>>& fields) {
@@ -126,12 +192,21 @@ void bind_struct(py::module_& m, const char* name, const char* doc,
 }  // namespace
 
 void bind_params(py::module_& m) {
+  // Bound first: SamplingParams.structured_outputs returns one.
+  bind_struct<StructuredOutputsParams>(
+      m, "StructuredOutputsParams",
+      "Constrained decoding (vLLM's names), at most one of: json (a JSON schema: str or dict), "
+      "regex, choice (list of str), json_object=True, tools (OpenAI tools list: str or list; "
+      "tool_name picks one function). StructuredOutputsParams(json='', regex='', choice=[], "
+      "json_object=False, tools='', tool_name='', disable_any_whitespace=False).",
+      structured_fields());
   bind_struct<SamplingParams>(
       m, "SamplingParams",
       "Per-request sampling: SamplingParams(temperature=1.0, max_tokens=64, ignore_eos=False, "
       "top_k=-1, top_p=1.0, min_p=0.0, seed=None, min_tokens=0, stop=[], stop_token_ids=[], "
       "logprobs=-1, presence_penalty=0.0, frequency_penalty=0.0, repetition_penalty=1.0, "
-      "logit_bias={}, skip_special_tokens=True). temperature 0 is greedy.",
+      "logit_bias={}, skip_special_tokens=True, n=1, structured_outputs=None). temperature 0 "
+      "is greedy; n > 1 samples n completions of each prompt (the prompt's prefill shared).",
       sampling_fields());
   bind_struct<BackendOptions>(
       m, "BackendOptions",

@@ -273,10 +273,12 @@ std::vector<RequestOutput> LLMEngine::step() {
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_outputs_.empty(); }
 
 void LLMEngine::abort(uint64_t id) {
-  auto it = requests_.find(id);
-  if (it == requests_.end() || it->second->index != 0) return;
-  std::vector<uint64_t> ids = it->second->group;  // n > 1: every completion
-  if (ids.empty()) ids.push_back(id);
+  // `id` is the request's output id (its completion 0's). With n > 1 completion 0 may have
+  // finished (and left requests_) while its siblings still run: they are found by output_id.
+  std::vector<uint64_t> ids;
+  for (const auto& [rid, r] : requests_)
+    if (r->output_id == id) ids.push_back(rid);
+  std::sort(ids.begin(), ids.end());  // outputs in completion order
   for (uint64_t rid : ids) {
     auto r = requests_.find(rid);
     if (r == requests_.end()) continue;

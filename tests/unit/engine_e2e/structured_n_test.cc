@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -100,6 +101,48 @@ TEST(EngineN, SeededCompletionsAreReproducibleAndDiffer) {
   EXPECT_EQ(finals, 4);
   (void)llm.step();  // reports the aborted outputs
   EXPECT_TRUE(llm.is_finished());
+}
+
+// Aborting a request whose completion 0 has finished still ends its other completions (they
+// are no longer reachable through completion 0's entry).
+TEST(EngineN, AbortAfterCompletionZeroFinishedEndsTheOthers) {
+  LLM llm(config(true));
+  SamplingParams sp;
+  sp.temperature = 50.f;
+  sp.max_tokens = 12;
+  sp.ignore_eos = true;
+  sp.n = 2;
+  sp.seed = 99;
+  auto free_run = llm.generate({Prompt(prompt40())}, {sp});
+  ASSERT_EQ(free_run.size(), 2u);
+  // A stop token that completion 0 samples early and completion 1 never samples: with the same
+  // seed, completion 0 then finishes at it while completion 1 runs on.
+  const auto& t0 = free_run[0].token_ids;
+  const auto& t1 = free_run[1].token_ids;
+  int stop = -1;
+  for (size_t p = 0; p + 4 < t0.size() && stop < 0; ++p)
+    if (std::find(t1.begin(), t1.end(), t0[p]) == t1.end() &&
+        std::find(t0.begin(), t0.begin() + std::ptrdiff_t(p), t0[p]) == t0.begin() + std::ptrdiff_t(p))
+      stop = t0[p];
+  ASSERT_GE(stop, 0) << "no token of completion 0 is absent from completion 1";
+  sp.stop_token_ids = {stop};
+  const uint64_t id = llm.add_request(Prompt(prompt40()), sp);
+  std::vector<RequestOutput> done;
+  for (int i = 0; i < 40 && done.empty(); ++i)
+    for (auto& o : llm.step()) done.push_back(o);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].index, 0);
+  EXPECT_EQ(done[0].finish_reason, "stop");
+  ASSERT_FALSE(llm.is_finished());  // completion 1 still running
+  llm.abort(id);
+  auto rest = llm.step();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].request_id, id);
+  EXPECT_EQ(rest[0].index, 1);
+  EXPECT_EQ(rest[0].finish_reason, "abort");
+  EXPECT_LT(rest[0].token_ids.size(), t1.size());
+  EXPECT_TRUE(llm.is_finished());
+  EXPECT_EQ(llm.stats().num_blocks_used, 0);
 }
 
 std::vector<RequestOutput> constrained(LLM& llm, StructuredOutputsParams so, int n,

@@ -273,12 +273,19 @@ std::vector<RequestOutput> LLMEngine::step() {
 bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_outputs_.empty(); }
 
 void LLMEngine::abort(uint64_t id) {
-  // `id` is the request's output id (its completion 0's). With n > 1 completion 0 may have
-  // finished (and left requests_) while its siblings still run: they are found by output_id.
+  // `id` is the request's output id (its completion 0's id). While completion 0 is live its
+  // group lists every completion (the server aborts each live request at shutdown: this stays
+  // O(n)). Once it has finished, siblings of an n > 1 request may still run: found by output_id.
   std::vector<uint64_t> ids;
-  for (const auto& [rid, r] : requests_)
-    if (r->output_id == id) ids.push_back(rid);
-  std::sort(ids.begin(), ids.end());  // outputs in completion order
+  if (auto it = requests_.find(id); it != requests_.end()) {
+    if (it->second->index != 0) return;  // a sibling's own id is not a request id
+    ids = it->second->group;
+    if (ids.empty()) ids.push_back(id);
+  } else {
+    for (const auto& [rid, r] : requests_)
+      if (r->output_id == id) ids.push_back(rid);
+    std::sort(ids.begin(), ids.end());  // outputs in completion order
+  }
   for (uint64_t rid : ids) {
     auto r = requests_.find(rid);
     if (r == requests_.end()) continue;

@@ -384,26 +384,35 @@ def case_queue_bound_and_sigterm(tmp, model):
 
         def client(i):
             try:
-                r = srv.stream("/v1/completions", {"prompt": [100 + i, 200, 300], "max_tokens": 150,
+                r = srv.stream("/v1/completions", {"prompt": [100 + i % 50, 200, 300], "max_tokens": 400,
                                                    "ignore_eos": True, "stream": True}, timeout=120)
             except Exception as e:  # a stream cut by the shutdown
                 r = e
             with lock:
                 results.append(r)
 
-        threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(6)]
-        for t in threads:
-            t.start()
-            time.sleep(0.05)
+        # Keep 4 long streams in flight (1 running, 1 waiting, the rest refused and replaced), so the
+        # queue is full whenever the probe asks, however fast this machine decodes the tiny model.
+        threads = []
+
+        def top_up():
+            while sum(1 for t in threads if t.is_alive()) < 4:
+                t = threading.Thread(target=client, args=(len(threads),), daemon=True)
+                threads.append(t)
+                t.start()
+
+        top_up()
+        time.sleep(0.2)
         # While those run, a further request must be refused with 503 + Retry-After.
         deadline = time.time() + 30
         got503 = None
         while time.time() < deadline and got503 is None:
+            top_up()
             st, hdrs, data = srv.request("POST", "/v1/completions", raw=b'{"prompt":[5,6],"max_tokens":1}')
             if st == 503:
                 got503 = (hdrs, data)
             time.sleep(0.05)
-        check(got503 is not None, "no 503 with --max-waiting 1 and 7 concurrent requests")
+        check(got503 is not None, "no 503 with --max-waiting 1 and 4 long streams in flight")
         err = json.loads(got503[1])["error"]
         check("retry-after" in got503[0], f"503 without Retry-After: {got503[0]}")
         check(err["type"] and err["message"], f"503 error object {err}")

@@ -22,6 +22,7 @@
 #endif
 
 #include "nanovllm/backend_options.h"
+#include "kernels/cpu/bf16_dot_probe.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
 #include "read_pass.h"
@@ -49,6 +50,12 @@ int main(int argc, char** argv) {
   nlohmann::json out;
   out["threads"] = pool.size();
   out["cpu_isa"] = cpu_features().summary();
+  // What decides oneDNN vs the streaming kernel for BF16 weights at M >= 16 (gemm.cc).
+  const cpu::Bf16DotProbe& probe = cpu::bf16_dot_probe();
+  out["fma_f32_macs_per_ns_1thread"] = probe.fma_macs_per_ns;
+  out["dpbf16_macs_per_ns_1thread"] = probe.dpbf16_macs_per_ns;
+  out["bf16_dot_speedup"] = probe.speedup();
+  out["bf16_linear_large_m"] = probe.bf16_matmul_wins() ? "onednn" : "streaming";
 
   // 1. Read bandwidth.
   const int64_t n = (int64_t(1) << 30) / 4;

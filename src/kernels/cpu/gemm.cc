@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "kernels/cpu/bf16_dot_probe.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/simd.h"
 
@@ -22,8 +24,9 @@ namespace {
 constexpr int kGemvMaxRows = 8;     // rows of x per streaming-kernel call (accumulators)
 constexpr int kStreamMaxRows = 64;  // above this, BLAS (compute-bound; panels amortize)
 constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in L2
-// BF16 weights go to oneDNN from this many rows: 1.5-2x the exact f32 streaming kernel from
-// M = 16 (docs/perf.md; make run +24%); below, decode batches stay exact.
+// BF16 weights go to oneDNN from this many rows where the CPU multiplies bf16 faster than f32
+// (bf16_dot_probe.h): on AMD Zen 4 1.5-2x the exact f32 streaming kernel from M = 16
+// (docs/perf.md; make run +24%); below, decode batches stay exact.
 constexpr int kOnednnMinRows = 16;
 // A parallel chunk holds at least this many multiply-adds (~5-10 us of streaming): tiny models
 // (stories260K: K = 64) then run their linears on one thread instead of paying hand-offs.
@@ -228,7 +231,9 @@ void add_bias_rows(const Tensor* bias, float* out, int64_t M, int64_t N) {
 }
 
 int gemv_max_rows() { return kStreamMaxRows; }  // for F32 weights
-int onednn_min_rows() { return kOnednnMinRows; }
+int onednn_min_rows() {
+  return bf16_dot_probe().bf16_matmul_wins() ? kOnednnMinRows : std::numeric_limits<int>::max();
+}
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ThreadPool& pool,
             LinearPath lp) {
@@ -241,8 +246,9 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   const DType wd = w.dtype();
 
   const bool autopath = lp == LinearPath::kAuto;
-  // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX).
-  if (wd == DType::BF16 && (lp == LinearPath::kOnednn || (autopath && M >= kOnednnMinRows))) {
+  // Prefill-sized M with BF16 weights: oneDNN's bf16 matmul (AVX-512 BF16 / AMX), where bf16
+  // multiplies outrun f32 FMA; elsewhere the streaming kernel below (exact, and faster there).
+  if (wd == DType::BF16 && (lp == LinearPath::kOnednn || (autopath && M >= onednn_min_rows()))) {
     if (onednn_bf16_linear(x, w, out, pool)) {
       add_bias_rows(bias, op, M, N);
       return;

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
 
 #include "kernels/backend_factory.h"
+#include "kernels/cpu/bf16_dot_probe.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_gemm.h"
 #include "kernels/cpu/simd.h"
@@ -58,6 +60,30 @@ INSTANTIATE_TEST_SUITE_P(Paths, LinearTest,
                          ::testing::Combine(::testing::Values(1, 2, 3, 8, 9, 33, 64, 65),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16),
                                             ::testing::Values(0, 2)));
+
+// The probe that decides oneDNN vs streaming for BF16 at M >= 16 measured what the CPU has, and
+// kAuto follows it.
+TEST(Linear, Bf16ProbeDecidesTheLargeMPath) {
+  const cpu::Bf16DotProbe& p = cpu::bf16_dot_probe();
+  if (cpu::active_isa() != cpu::Isa::Avx512) {
+    EXPECT_EQ(p.fma_macs_per_ns, 0.0);
+    EXPECT_EQ(p.dpbf16_macs_per_ns, 0.0);
+  } else {
+    // >= 1 f32 MAC per ns on one thread is far below any AVX-512 core (16 per cycle per unit).
+    EXPECT_GT(p.fma_macs_per_ns, 1.0);
+    EXPECT_EQ(p.dpbf16_macs_per_ns > 0, cpu_features().avx512_bf16);
+    // 2 MACs per lane per instruction: 0.49x the f32 MAC rate on the Intel VM, ~2x on Zen 4.
+    if (cpu_features().avx512_bf16) {
+      EXPECT_GT(p.speedup(), 0.1);
+      EXPECT_LT(p.speedup(), 2.5);
+    }
+  }
+  EXPECT_EQ(&p, &cpu::bf16_dot_probe()) << "measured once per process";
+  EXPECT_EQ(cpu::onednn_min_rows() == 16, p.bf16_matmul_wins());
+  std::printf("bf16 probe: f32 FMA %.1f MAC/ns, vdpbf16ps %.1f MAC/ns (%.2fx), amx %d -> %s\n",
+              p.fma_macs_per_ns, p.dpbf16_macs_per_ns, p.speedup(), int(p.amx_bf16),
+              p.bf16_matmul_wins() ? "oneDNN" : "streaming");
+}
 
 // oneDNN bf16 path (prefill): equals the naive product of bf16-rounded activations and weights.
 TEST(Linear, OnednnBf16MatchesRoundedNaive) {

@@ -273,10 +273,16 @@ void add_attention_cases(std::vector<Case>& out) {
   for (AttnSpec s : {AttnSpec{{{0, 77}, {300, 5}, {3, 1}}, 16, 8, 128, 256},
                      AttnSpec{decode_seqs({1, 15, 16, 17, 300}), 16, 4, 128, 16, true},
                      AttnSpec{{{40, 1}, {63, 1}, {64, 1}, {0, 2}}, 6, 3, 8, 32},
-                     AttnSpec{{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16}}) {
+                     AttnSpec{{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16},
+                     AttnSpec{decode_seqs({1500, 600, 2}), 16, 8, 128, 16, true}}) {
     s.kv_dtype = DType::BF16;
     add(out, s.decode ? "decode" : "mixed", s);
   }
+  // The CPU decode kernel walks long contexts in chunks of keys (~256 KiB of V; 512 keys for
+  // one f32 head of 128): few query rows whose limits straddle a chunk boundary (a row that
+  // sees none of the last chunk's keys), and a context of exactly one chunk and one past it.
+  add(out, "few_rows_across_key_chunks", {{{510, 3}, {1020, 4}}, 4, 2, 128, 16});
+  add(out, "decode_key_chunk_edges", {decode_seqs({512, 513, 1024, 1025}), 8, 1, 128, 16, true});
   // Prefill kernel on decode-shaped sequences (a non-decode batch of one-token sequences).
   add(out, "prefill_kernel_on_decode_shapes", {decode_seqs({1, 77, 4000}), 8, 2, 128, 16});
 

@@ -151,6 +151,14 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
 // read 256-512 B out of every 2-4 KiB: the hardware prefetcher does not follow that and the loads
 // stalled (B = 64 decode: a third of the step in this kernel, mostly on the first K load). An
 // item over all heads reads the cache as one sequential stream per pass.
+//
+// Why chunks of keys: pass 1 prefetches V into L2 for pass 2, but a long context's V (2 KiB a
+// key for 8 bf16 heads of 128: 2 MiB at 1024 keys) no longer fits there, so pass 2 read it from
+// memory a second time. Keys now go in chunks of ~256 KiB of V: both passes per chunk, the
+// running max / sum / accumulator carried from chunk to chunk (flash-decoding's rescale); a
+// context within one chunk runs as before, with no accumulator traffic.
+constexpr int kChunkVBytes = 256 * 1024;
+
 template <class KV>
 NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G, nh = t.nh;
@@ -159,11 +167,18 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const float qscale = t.scale * 1.4426950408889634f;
   const int max_pos = t.first_pos + t.q1 - 1;
   const int nkeys = max_pos + 1;
-  const int stride = (nkeys + 15) / 16 * 16;  // score row stride (vector tail stays in bounds)
-  thread_local std::vector<float> sbuf, qbuf;
+  const int span = nh * D * int(sizeof(KV));  // bytes of one key's K (or V) rows in the item
+  const int kc = std::max(64, kChunkVBytes / span / 16 * 16);  // keys per chunk
+  const int stride = (std::min(nkeys, kc) + 15) / 16 * 16;   // score row stride (vector tail)
+  const bool one_chunk = nkeys <= kc;
+  thread_local std::vector<float> sbuf, qbuf, accbuf;
   sbuf.resize(size_t(rows) * stride);
   qbuf.resize(size_t(rows) * D);
+  if (!one_chunk) accbuf.resize(size_t(rows) * D);
   std::vector<int> limit(static_cast<size_t>(rows));  // keys [0, limit) visible to row r
+  // Running max (log2 units), sum, and this chunk's rescale of the earlier chunks, per row.
+  std::vector<float> mrun(size_t(rows), -std::numeric_limits<float>::infinity());
+  std::vector<float> lrun(size_t(rows), 0.f), alpha(size_t(rows), 0.f);
   // Row r = head (r / R) of the item, query / q head as in attention_tile.h within it.
   auto row_query = [&](int r) { return t.q0 + (r % R) / G; };
   auto row_qhead = [&](int r) { return (t.h + r / R) * G + (r % R) % G; };
@@ -181,7 +196,6 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   // Software prefetch kAhead keys ahead: the item's nh rows of a slot into L1 for pass 1 (K), and
   // into L2 for pass 2 (V, read from there once per head).
   constexpr int kAhead = 8;
-  const int span = nh * D * int(sizeof(KV));
   auto prefetch_k = [&](int j) {
     if (j >= nkeys) return;
     const char* p = reinterpret_cast<const char*>(t.k_cache + kv_off[size_t(j)]);
@@ -193,72 +207,95 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
   };
   for (int j = 0; j < kAhead; ++j) prefetch_k(j), prefetch_v(j);
-  // Pass 1: scores.
-  for (int j = 0; j < nkeys; ++j) {
-    prefetch_k(j + kAhead);
-    prefetch_v(j + kAhead);
-    for (int r = 0; r < rows; ++r) {
-      const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * D;
-      const float* qr = qbuf.data() + size_t(r) * D;
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0;
-      int d = 0;
-      for (; d + 32 <= D; d += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
-      }
-      if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
-      sbuf[size_t(r) * stride + j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-    }
-  }
-  // Softmax along keys, per row: p = 2^(s - max), masked beyond the row's limit.
-  std::vector<float> inv_l(static_cast<size_t>(rows));
-  for (int r = 0; r < rows; ++r) {
-    float* sr = sbuf.data() + size_t(r) * stride;
-    const int n = limit[size_t(r)];
-    __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    for (int j = 0; j < n; j += 16) {
-      const __mmask16 mk = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
-      mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, sr + j));
-    }
-    const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    __m512 sum = _mm512_setzero_ps();
-    for (int j = 0; j < stride; j += 16) {
-      const int left = n - j;
-      const __mmask16 mk = left >= 16 ? __mmask16(0xFFFF) : left > 0 ? __mmask16((1u << left) - 1) : 0;
-      __m512 p = _mm512_maskz_mov_ps(mk, exp2_512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sr + j), m)));
-      sum = _mm512_add_ps(sum, p);
-      _mm512_storeu_ps(sr + j, p);
-    }
-    inv_l[size_t(r)] = 1.f / _mm512_reduce_add_ps(sum);
-  }
-  // Pass 2: out[r] = sum_j p[r][j] * v_j / l[r], per head and pair of its rows. Keys inner, so
-  // each V row is read once per pair of rows and 128 dims (from L2: pass 1 prefetched it);
-  // accumulators stay in registers (2 x 8 zmm).
-  constexpr int kRows = 2, kChunk = 128;
-  for (int hh = 0; hh < nh; ++hh) {
-    const int64_t hoff = int64_t(hh) * D;
-    for (int d0 = 0; d0 < D; d0 += kChunk) {
-      const int nv = std::min(kChunk, D - d0) / 16;
-      for (int rb = hh * R; rb < (hh + 1) * R; rb += kRows) {
-        const int nr = std::min(kRows, (hh + 1) * R - rb);
-        __m512 acc[kRows][kChunk / 16];
-        for (int i = 0; i < kRows; ++i)
-          for (int c = 0; c < kChunk / 16; ++c) acc[i][c] = _mm512_setzero_ps();
-        for (int j = 0; j < nkeys; ++j) {
-          const KV* v = t.v_cache + kv_off[size_t(j)] + hoff + d0;
-          const __m512 p0 = _mm512_set1_ps(sbuf[size_t(rb) * stride + j]);
-          const __m512 p1 = _mm512_set1_ps(nr > 1 ? sbuf[size_t(rb + 1) * stride + j] : 0.f);
-          for (int c = 0; c < nv; ++c) {
-            const __m512 vv = load16_kv(v + c * 16);
-            acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
-            acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
-          }
+  for (int c0 = 0; c0 < nkeys; c0 += kc) {
+    const int c1 = std::min(nkeys, c0 + kc);
+    const bool first = c0 == 0, last = c1 == nkeys;
+    // Pass 1: scores of keys [c0, c1) into sbuf[r][j - c0].
+    for (int j = c0; j < c1; ++j) {
+      prefetch_k(j + kAhead);
+      prefetch_v(j + kAhead);
+      for (int r = 0; r < rows; ++r) {
+        const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * D;
+        const float* qr = qbuf.data() + size_t(r) * D;
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+        int d = 0;
+        for (; d + 32 <= D; d += 32) {
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
         }
-        for (int i = 0; i < nr; ++i) {
-          const int r = rb + i;
-          float* dst = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
-          const __m512 inv = _mm512_set1_ps(inv_l[size_t(r)]);
-          for (int c = 0; c < nv; ++c) _mm512_storeu_ps(dst + c * 16, _mm512_mul_ps(acc[i][c], inv));
+        if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
+        sbuf[size_t(r) * stride + (j - c0)] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+      }
+    }
+    // Softmax along the chunk's keys, per row: p = 2^(s - m), m the running max, masked beyond
+    // the row's limit; earlier chunks' sum (and, in pass 2, accumulator) scale by 2^(m_old - m).
+    const int cstride = (c1 - c0 + 15) / 16 * 16;
+    for (int r = 0; r < rows; ++r) {
+      float* sr = sbuf.data() + size_t(r) * stride;
+      const int n = std::clamp(limit[size_t(r)] - c0, 0, c1 - c0);
+      __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int j = 0; j < n; j += 16) {
+        const __mmask16 mk = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
+        mx = _mm512_mask_max_ps(mx, mk, mx, _mm512_maskz_loadu_ps(mk, sr + j));
+      }
+      // n == 0 (a row that sees no key of this chunk): p = 0, and the row's state stays.
+      const float mnew = n > 0 ? std::max(mrun[size_t(r)], _mm512_reduce_max_ps(mx)) : mrun[size_t(r)];
+      const __m512 m = _mm512_set1_ps(mnew);
+      __m512 sum = _mm512_setzero_ps();
+      for (int j = 0; j < cstride; j += 16) {
+        const int left = n - j;
+        const __mmask16 mk = left >= 16 ? __mmask16(0xFFFF) : left > 0 ? __mmask16((1u << left) - 1) : 0;
+        __m512 p = _mm512_maskz_mov_ps(mk, exp2_512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sr + j), m)));
+        sum = _mm512_add_ps(sum, p);
+        _mm512_storeu_ps(sr + j, p);
+      }
+      // The first chunk has no earlier state (alpha unused); later ones rescale it.
+      alpha[size_t(r)] = first ? 0.f : std::exp2(mrun[size_t(r)] - mnew);
+      lrun[size_t(r)] = (first ? 0.f : lrun[size_t(r)] * alpha[size_t(r)]) + _mm512_reduce_add_ps(sum);
+      mrun[size_t(r)] = mnew;
+    }
+    // Pass 2: acc[r] = alpha[r] * acc[r] + sum_j p[r][j] * v_j, per head and pair of its rows.
+    // Keys inner, so each V row is read once per pair of rows and 128 dims (from L2: pass 1
+    // prefetched it); accumulators stay in registers (2 x 8 zmm). The last chunk writes
+    // out = acc / l; earlier ones keep acc in accbuf [rows][D].
+    constexpr int kRows = 2, kDims = 128;
+    for (int hh = 0; hh < nh; ++hh) {
+      const int64_t hoff = int64_t(hh) * D;
+      for (int d0 = 0; d0 < D; d0 += kDims) {
+        const int nv = std::min(kDims, D - d0) / 16;
+        for (int rb = hh * R; rb < (hh + 1) * R; rb += kRows) {
+          const int nr = std::min(kRows, (hh + 1) * R - rb);
+          __m512 acc[kRows][kDims / 16];
+          for (int i = 0; i < kRows; ++i) {
+            for (int c = 0; c < kDims / 16; ++c) acc[i][c] = _mm512_setzero_ps();
+            if (first || i >= nr) continue;
+            const float* ab = accbuf.data() + size_t(rb + i) * D + d0;
+            const __m512 a = _mm512_set1_ps(alpha[size_t(rb + i)]);
+            for (int c = 0; c < nv; ++c) acc[i][c] = _mm512_mul_ps(a, _mm512_loadu_ps(ab + c * 16));
+          }
+          const float* s0 = sbuf.data() + size_t(rb) * stride;
+          const float* s1 = nr > 1 ? s0 + stride : nullptr;
+          for (int j = c0; j < c1; ++j) {
+            const KV* v = t.v_cache + kv_off[size_t(j)] + hoff + d0;
+            const __m512 p0 = _mm512_set1_ps(s0[j - c0]);
+            const __m512 p1 = _mm512_set1_ps(s1 ? s1[j - c0] : 0.f);
+            for (int c = 0; c < nv; ++c) {
+              const __m512 vv = load16_kv(v + c * 16);
+              acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
+              acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
+            }
+          }
+          for (int i = 0; i < nr; ++i) {
+            const int r = rb + i;
+            if (last) {
+              float* dst = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
+              const __m512 inv = _mm512_set1_ps(1.f / lrun[size_t(r)]);
+              for (int c = 0; c < nv; ++c) _mm512_storeu_ps(dst + c * 16, _mm512_mul_ps(acc[i][c], inv));
+            } else {
+              float* ab = accbuf.data() + size_t(r) * D + d0;
+              for (int c = 0; c < nv; ++c) _mm512_storeu_ps(ab + c * 16, acc[i][c]);
+            }
+          }
         }
       }
     }

@@ -159,6 +159,40 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
 // context within one chunk runs as before, with no accumulator traffic.
 constexpr int kChunkVBytes = 256 * 1024;
 
+// Pass 2 of the rows kernel for one or two rows and NV x 16 dims: acc_i = a_i * in_i (no in_i:
+// 0) + sum_{j in [c0, c1)} s_i[j - c0] * V_j[off ..], then out_i = acc_i * mul_i. NV is a
+// compile-time count so the 2 x NV accumulators stay in registers (with a run-time count GCC
+// kept them on the stack: a load and a store around every FMA, half of the decode kernel's time).
+template <int NV, class KV>
+NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int c0, int c1,
+                              const float* s0, const float* s1, const float* in0, const float* in1,
+                              float a0, float a1, float* out0, float* out1, float mul0, float mul1) {
+  __m512 acc0[NV], acc1[NV];
+  const __m512 va0 = _mm512_set1_ps(a0), va1 = _mm512_set1_ps(a1);
+#pragma GCC unroll 8
+  for (int c = 0; c < NV; ++c) {
+    acc0[c] = in0 ? _mm512_mul_ps(va0, _mm512_loadu_ps(in0 + c * 16)) : _mm512_setzero_ps();
+    acc1[c] = in1 ? _mm512_mul_ps(va1, _mm512_loadu_ps(in1 + c * 16)) : _mm512_setzero_ps();
+  }
+  for (int j = c0; j < c1; ++j) {
+    const KV* v = v_cache + kv_off[j] + off;
+    const __m512 p0 = _mm512_set1_ps(s0[j - c0]);
+    const __m512 p1 = _mm512_set1_ps(s1 ? s1[j - c0] : 0.f);
+#pragma GCC unroll 8
+    for (int c = 0; c < NV; ++c) {
+      const __m512 vv = load16_kv(v + c * 16);
+      acc0[c] = _mm512_fmadd_ps(p0, vv, acc0[c]);
+      acc1[c] = _mm512_fmadd_ps(p1, vv, acc1[c]);
+    }
+  }
+  const __m512 m0 = _mm512_set1_ps(mul0), m1 = _mm512_set1_ps(mul1);
+#pragma GCC unroll 8
+  for (int c = 0; c < NV; ++c) {
+    _mm512_storeu_ps(out0 + c * 16, _mm512_mul_ps(acc0[c], m0));
+    if (out1) _mm512_storeu_ps(out1 + c * 16, _mm512_mul_ps(acc1[c], m1));
+  }
+}
+
 template <class KV>
 NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G, nh = t.nh;
@@ -265,36 +299,30 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
         const int nv = std::min(kDims, D - d0) / 16;
         for (int rb = hh * R; rb < (hh + 1) * R; rb += kRows) {
           const int nr = std::min(kRows, (hh + 1) * R - rb);
-          __m512 acc[kRows][kDims / 16];
-          for (int i = 0; i < kRows; ++i) {
-            for (int c = 0; c < kDims / 16; ++c) acc[i][c] = _mm512_setzero_ps();
-            if (first || i >= nr) continue;
-            const float* ab = accbuf.data() + size_t(rb + i) * D + d0;
-            const __m512 a = _mm512_set1_ps(alpha[size_t(rb + i)]);
-            for (int c = 0; c < nv; ++c) acc[i][c] = _mm512_mul_ps(a, _mm512_loadu_ps(ab + c * 16));
+          const float* in[kRows] = {nullptr, nullptr};
+          float a[kRows] = {0.f, 0.f}, mul[kRows] = {1.f, 1.f};
+          float* dst[kRows] = {nullptr, nullptr};
+          for (int i = 0; i < nr; ++i) {
+            const int r = rb + i;
+            if (!first) in[i] = accbuf.data() + size_t(r) * D + d0, a[i] = alpha[size_t(r)];
+            if (last) {
+              dst[i] = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
+              mul[i] = 1.f / lrun[size_t(r)];
+            } else {
+              dst[i] = accbuf.data() + size_t(r) * D + d0;
+            }
           }
           const float* s0 = sbuf.data() + size_t(rb) * stride;
           const float* s1 = nr > 1 ? s0 + stride : nullptr;
-          for (int j = c0; j < c1; ++j) {
-            const KV* v = t.v_cache + kv_off[size_t(j)] + hoff + d0;
-            const __m512 p0 = _mm512_set1_ps(s0[j - c0]);
-            const __m512 p1 = _mm512_set1_ps(s1 ? s1[j - c0] : 0.f);
-            for (int c = 0; c < nv; ++c) {
-              const __m512 vv = load16_kv(v + c * 16);
-              acc[0][c] = _mm512_fmadd_ps(p0, vv, acc[0][c]);
-              acc[1][c] = _mm512_fmadd_ps(p1, vv, acc[1][c]);
-            }
-          }
-          for (int i = 0; i < nr; ++i) {
-            const int r = rb + i;
-            if (last) {
-              float* dst = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
-              const __m512 inv = _mm512_set1_ps(1.f / lrun[size_t(r)]);
-              for (int c = 0; c < nv; ++c) _mm512_storeu_ps(dst + c * 16, _mm512_mul_ps(acc[i][c], inv));
-            } else {
-              float* ab = accbuf.data() + size_t(r) * D + d0;
-              for (int c = 0; c < nv; ++c) _mm512_storeu_ps(ab + c * 16, acc[i][c]);
-            }
+          const int64_t* off = kv_off.data();
+          switch (nv) {
+#define NV_PV(N)                                                                                  \
+  case N:                                                                                         \
+    pv_rows<N>(t.v_cache, off, hoff + d0, c0, c1, s0, s1, in[0], in[1], a[0], a[1], dst[0], dst[1], \
+               mul[0], mul[1]);                                                                   \
+    break;
+            NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4) NV_PV(5) NV_PV(6) NV_PV(7) NV_PV(8)
+#undef NV_PV
           }
         }
       }

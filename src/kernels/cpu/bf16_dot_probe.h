@@ -22,8 +22,9 @@ struct Bf16DotProbe {
   bool bf16_matmul_wins() const { return amx_bf16 || speedup() >= 1.4; }
 };
 
-// Measured once per process, on first use (thread-safe); the ISA cap (NANOVLLM_ISA) below
-// AVX-512 reports no BF16.
+// Measured once per process, on first use (thread-safe). Under an ISA cap below AVX-512
+// (NANOVLLM_ISA) nothing is measured (rates 0): only AMX then sends BF16 to oneDNN (which
+// does not follow our cap).
 const Bf16DotProbe& bf16_dot_probe();
 
 }  // namespace nanovllm::cpu

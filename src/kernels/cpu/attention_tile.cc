@@ -162,7 +162,7 @@ constexpr int kChunkVBytes = 256 * 1024;
 // Pass 2 of the rows kernel for one or two rows and NV x 16 dims: acc_i = a_i * in_i (no in_i:
 // 0) + sum_{j in [c0, c1)} s_i[j - c0] * V_j[off ..], then out_i = acc_i * mul_i. NV is a
 // compile-time count so the 2 x NV accumulators stay in registers (with a run-time count GCC
-// kept them on the stack: a load and a store around every FMA, half of the decode kernel's time).
+// kept them on the stack: a load and a store around every FMA; docs/perf.md, session 25).
 template <int NV, class KV>
 NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int c0, int c1,
                               const float* s0, const float* s1, const float* in0, const float* in1,

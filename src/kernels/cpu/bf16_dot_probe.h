@@ -3,10 +3,11 @@
 // lane) or AMX tiles; our streaming kernel widens the weights to f32 and uses FMA. vdpbf16ps
 // pays off only where the core issues it about as fast as an FMA: on AMD Zen 4 oneDNN ran 1.5-2x
 // the streaming kernel from M = 16 (docs/perf.md). The Intel Xeon (Emerald Rapids) VM without
-// AMX does 0.49x the f32 MAC rate with it (one vdpbf16ps per ~2 cycles against two FMAs per
-// cycle), and there oneDNN bf16 ran at 155 GFLOP/s against the streaming kernel's 207. The
-// ratio is measured in ~3 ms; the threshold sits far from both machines' values, so the choice
-// is the same from run to run on one machine (outputs stay reproducible).
+// AMX does 0.49x the f32 MAC rate with it (measured: one vdpbf16ps issued for every four
+// FMAs), and there oneDNN bf16 ran at 155 GFLOP/s against the streaming kernel's 207. The
+// ratio is measured in ~3 ms; the 1.4 threshold sits far from that VM's 0.49 (0.50 with both
+// cores busy) and from the 2.0 of a vdpbf16ps issued like an FMA (not yet run on Zen 4), so a
+// machine makes the same choice from run to run (outputs stay reproducible).
 #pragma once
 
 namespace nanovllm::cpu {

@@ -126,10 +126,11 @@ class Server:
         status, hdrs, data = self.request("POST", path, body, headers, timeout)
         return status, hdrs, json.loads(data) if data else None
 
-    def stream(self, path, body, timeout=120, stop_after=None):
+    def stream(self, path, body, timeout=120, stop_after=None, on_event=None):
         """POSTs a streaming request and parses the SSE body. Returns (status, events, done, raw):
         events are the decoded JSON payloads, done whether 'data: [DONE]' came last. With
-        `stop_after` = k the connection is closed after k events (a client going away)."""
+        `stop_after` = k the connection is closed after k events (a client going away).
+        `on_event(event)` is called as each event arrives (e.g. to set a "first token" flag)."""
         conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
         try:
             conn.request("POST", path, body=json.dumps(body).encode(), headers=self.headers())
@@ -156,6 +157,8 @@ class Server:
                     done = True
                     continue
                 events.append(json.loads(payload))
+                if on_event is not None:
+                    on_event(events[-1])
                 if stop_after is not None and len(events) >= stop_after:
                     return r.status, events, False, raw
             return r.status, events, done, raw
@@ -167,6 +170,21 @@ class Server:
         if status != 200:
             raise AssertionError(f"/metrics status {status}")
         return parse_prometheus(data.decode())
+
+    def wait_metrics(self, pred, what, timeout=60):
+        """Polls /metrics until pred(metrics) holds; returns those metrics. Tests wait for an
+        observable state this way instead of sleeping for a time that a faster or slower machine
+        (or a busy core) would make wrong."""
+        deadline = time.time() + timeout
+        while True:
+            m = self.metrics()
+            if pred(m):
+                return m
+            if time.time() > deadline:
+                raise AssertionError(f"not {what} after {timeout} s (running "
+                                     f"{m.get('nanovllm_num_requests_running')}, waiting "
+                                     f"{m.get('nanovllm_num_requests_waiting')})")
+            time.sleep(0.02)
 
 
 class RawClient:

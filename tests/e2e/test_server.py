@@ -456,8 +456,11 @@ def main():
     tmp, model = setup
     run = U.Runner()
     try:
+        # Steps of at least 2 ms: a 400-token stream lasts >= 0.8 s however fast this machine is, so
+        # the disconnect case's client always leaves while its request still runs.
         with U.Server(["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--api-key", KEY,
-                       "--served-model-name", "tiny"], os.path.join(tmp, "serve.log")) as srv:
+                       "--served-model-name", "tiny", "--test-engine-step-delay-ms", 2],
+                      os.path.join(tmp, "serve.log")) as srv:
             srv.api_key = KEY
             srv.model_dir = model
             run.case("health and models", case_health_models, srv)

@@ -151,7 +151,11 @@ def case_abandoned_non_streaming(srv, n=100, max_tokens=400):
         c = RawClient(srv.port, timeout=30)
         c.send(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         clients.append(c)
-    time.sleep(0.5)  # all admitted and generating
+    # All in the engine (running or waiting) before the clients leave: each one is then an abort,
+    # however fast or slow this machine tokenizes and admits them (steps of >= 3 ms: 400 tokens
+    # cannot finish first).
+    srv.wait_metrics(lambda m: m["nanovllm_num_requests_running"] + m["nanovllm_num_requests_waiting"] >= n,
+                     f"all {n} requests in the engine")
     for c in clients:
         c.close()
     m = U_wait_idle(srv, timeout=60)
@@ -306,19 +310,27 @@ def case_engine_failure(tmp, model):
 
 
 def case_drain(tmp, model):
+    # Steps of >= 10 ms: the long stream (500 tokens) needs >= 5 s, beyond the 3 s drain on any
+    # machine; the short one (8 tokens) finishes well within it.
     args = ["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--shutdown-timeout", 3,
             "--test-engine-step-delay-ms", 10]
+    running = lambda n: (lambda m: m["nanovllm_num_requests_running"] >= n)  # noqa: E731
     with U.Server(args, os.path.join(tmp, "serve-drain.log")) as srv:
         results = {}
 
         def client(name, max_tokens):
             results[name] = srv.stream("/v1/completions", {"prompt": [3, 4, 5], "max_tokens": max_tokens,
                                                            "ignore_eos": True, "stream": True}, timeout=60)
-        threads = [threading.Thread(target=client, args=("short", 8)),
-                   threading.Thread(target=client, args=("long", 2000 // 4))]
-        for t in threads:
-            t.start()
-        time.sleep(0.3)
+        long_t = threading.Thread(target=client, args=("long", 2000 // 4))
+        short_t = threading.Thread(target=client, args=("short", 8))
+        long_t.start()
+        srv.wait_metrics(running(1), "running the long request")
+        short_t.start()
+        # Both in flight (or the short one already done) before the signal, not "after 0.3 s".
+        deadline = time.time() + 60
+        while short_t.is_alive() and srv.metrics()["nanovllm_num_requests_running"] < 2:
+            check(time.time() < deadline, "the short request was not admitted within 60 s")
+            time.sleep(0.01)
         t0 = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
@@ -329,7 +341,7 @@ def case_drain(tmp, model):
             refused = True
         code = srv.proc.wait(timeout=30)
         took = time.time() - t0
-        for t in threads:
+        for t in (long_t, short_t):
             t.join(30)
         check(code == 0, f"exit code {code} after SIGTERM")
         check(refused, "a new connection was accepted while draining")
@@ -338,16 +350,19 @@ def case_drain(tmp, model):
         st, ev, done, _ = results["long"]
         check(st == 200 and done and ev[-1]["choices"][0]["finish_reason"] == "abort",
               f"long stream not aborted at the timeout: {ev[-1:]}")
-        check(2.5 < took < 8, f"drain took {took:.1f}s with --shutdown-timeout 3")
+        # Not before the timeout (the long stream cannot finish in it); the upper bound leaves a slow
+        # machine 5 s to abort, flush and exit.
+        check(2.9 < took < 8, f"drain took {took:.1f}s with --shutdown-timeout 3")
         print(f"  SIGTERM: short stream finished, long one aborted, exit 0 after {took:.1f}s")
     # A second signal exits at once.
     with U.Server(args, os.path.join(tmp, "serve-drain2.log")) as srv:
         t = threading.Thread(target=lambda: srv.stream("/v1/completions", {"prompt": [3], "max_tokens": 500,
                                                                            "ignore_eos": True, "stream": True}))
         t.start()
-        time.sleep(0.3)
+        srv.wait_metrics(running(1), "running the request")  # so the first signal starts a drain
         srv.proc.send_signal(signal.SIGTERM)
         time.sleep(0.2)
+        check(srv.proc.poll() is None, "the server exited at the first SIGTERM with a request in flight")
         t0 = time.time()
         srv.proc.send_signal(signal.SIGTERM)
         code = srv.proc.wait(timeout=10)

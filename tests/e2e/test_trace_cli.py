@@ -3,7 +3,8 @@
 - bench with a small KV cache (preemption) and shared prefixes: the trace's counts equal the
   engine statistics the engine itself dumps at close; trace-view's --json summary equals TTFT,
   inter-token latency and E2E percentiles recomputed here with numpy from the raw events.
-- serve: a request in flight at SIGTERM ends as "abort" and the file is complete and closed.
+- serve: a request still running when the SIGTERM drain's timeout ends is aborted (not before the
+  timeout), and the file is complete and closed.
 - bad input: clear errors, non-zero exits.
 """
 import json
@@ -112,39 +113,60 @@ def case_generate(tmp):
     check(len(ends) == 1 and ends[0]["args"]["output_tokens"] == 6, f"request end {ends}")
 
 
+SHUTDOWN_TIMEOUT_S = 1.0
+STEP_DELAY_MS = 5  # a floor per engine step, so the long request cannot finish within the drain
+
+
 def case_serve_sigterm(tmp):
+    """The drain's promise (docs/server.md, Shutdown): in-flight requests may finish for up to
+    --shutdown-timeout, then the rest end as "abort"; the trace file is closed and valid either way.
+    The long request needs >= 3000 steps of >= 5 ms (15 s) against a 1 s timeout, so it is still
+    running when the drain ends on any machine, and its abort must come after the timeout."""
     trace = os.path.join(tmp, "serve.json")
-    with Server(["--model", MODEL, "--threads", "1", "--trace", trace], os.path.join(tmp, "serve.log")) as srv:
+    args = ["--model", MODEL, "--threads", "1", "--trace", trace, "--shutdown-timeout", SHUTDOWN_TIMEOUT_S,
+            "--test-engine-step-delay-ms", STEP_DELAY_MS]
+    with Server(args, os.path.join(tmp, "serve.log")) as srv:
         status, _, body = srv.post_json("/v1/completions", {"prompt": [1, 2, 3], "max_tokens": 5, "temperature": 0})
         check(status == 200, f"status {status} {body}")
-        got = []
+        got, first_token, last_event_at = [], threading.Event(), []
+
+        def on_event(_):
+            last_event_at[:] = [time.time()]
+            first_token.set()
 
         def long_stream():
             got.append(srv.stream("/v1/completions", {"prompt": [4, 5, 6], "max_tokens": 3000, "stream": True,
-                                                      "ignore_eos": True, "temperature": 0}))
+                                                      "ignore_eos": True, "temperature": 0},
+                                  on_event=on_event))
 
         t = threading.Thread(target=long_stream)
         t.start()
-        deadline = time.time() + 60
-        while time.time() < deadline:  # until the long request is decoding
-            m = srv.metrics()
-            if m.get("nanovllm_num_requests_running", 0) >= 1:
-                break
-            time.sleep(0.05)
-        time.sleep(0.3)
+        check(first_token.wait(60), "the long request streamed no token within 60 s")
+        t_term = time.time()
         code = srv.terminate(timeout=60)
         t.join(timeout=60)
         check(code == 0, f"exit {code}: {srv.tail_log()}")
+    check(got and got[0][0] == 200 and got[0][2], f"the long stream did not end with [DONE]: {got}")
+    events_sse = got[0][1]
+    finish = events_sse[-1]["choices"][0]["finish_reason"]
+    streamed = sum(1 for e in events_sse if e["choices"][0].get("text") is not None)
+    check(finish == "abort", f"the long stream ended with {finish!r} after {streamed} chunks")
+    waited = last_event_at[0] - t_term
+    check(waited >= SHUTDOWN_TIMEOUT_S - 0.05,
+          f"aborted {waited:.2f} s after SIGTERM, before --shutdown-timeout {SHUTDOWN_TIMEOUT_S}")
     with open(trace) as f:
         text = f.read()
     check(text.rstrip().endswith("]"), "the trace file was not closed at SIGTERM")
     events = json.loads(text)
     check(async_spans_matched(events), "open async spans after SIGTERM")
-    reasons = {e["id"]: e["args"]["finish_reason"] for e in events
-               if e["ph"] == "e" and e["name"].startswith("request ")}
+    ends = {e["id"]: e["args"] for e in events if e["ph"] == "e" and e["name"].startswith("request ")}
+    reasons = {i: a["finish_reason"] for i, a in ends.items()}
     check(reasons.get(0) == "length", f"first request: {reasons}")
     check(reasons.get(1) == "abort", f"the request in flight at SIGTERM: {reasons}")
+    check(0 < ends[1]["output_tokens"] < 3000, f"the aborted request's token count: {ends[1]}")
     check(any(e["name"] == "engine_stats" for e in events), "no final statistics")
+    print(f"  aborted {waited:.2f} s after SIGTERM (--shutdown-timeout {SHUTDOWN_TIMEOUT_S}), "
+          f"{ends[1]['output_tokens']} tokens generated")
 
 
 def case_bad_input(tmp):

@@ -2,6 +2,7 @@
 // per sequence a prompt length randint(100, 1024) then that many randint(0, 10000) ids; after all
 // prompts one max_tokens = randint(100, 1024) per sequence), temperature 0.6, ignore_eos.
 // One untimed warm-up generate, then the wall time of one generate call.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -77,6 +78,16 @@ int run_bench(int argc, char** argv) {
   for (int m : w.max_tokens) output_tokens += m;
 
   LLM llm(cfg);
+  // Every sequence must be able to produce all its tokens: a workload cut short by max_model_len
+  // would report a throughput of another workload (max_model_len is also capped by the model's
+  // max_position_embeddings and by the KV cache).
+  int64_t longest = 0;
+  for (int i = 0; i < num_seqs; ++i)
+    longest = std::max<int64_t>(longest, int64_t(w.prompts[size_t(i)].size()) + w.max_tokens[size_t(i)]);
+  NV_CHECK(longest <= llm.config().max_model_len, "the workload needs up to ", longest,
+           " tokens per sequence (prompt + output) but max_model_len is ", llm.config().max_model_len,
+           " (--max-model-len, capped by the model's max_position_embeddings and the KV cache); lower "
+           "--max-input-len / --max-output-len");
   std::vector<Prompt> prompts;
   std::vector<SamplingParams> params;
   for (int i = 0; i < num_seqs; ++i) {
@@ -141,7 +152,12 @@ int run_bench(int argc, char** argv) {
                 (long long)(s.preemptions - s0.preemptions), llm.config().policy.c_str(),
                 s.executor.c_str());
   }
-  return produced == output_tokens ? 0 : 1;
+  if (produced != output_tokens) {
+    std::fprintf(stderr, "nanovllm bench: error: %lld output tokens produced, %lld expected\n", (long long)produced,
+                 (long long)output_tokens);
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace

@@ -47,4 +47,9 @@ bad = subprocess.run([BIN, "bench", "--random-model", "tiny", "--cache-dir", cac
                       "--min-output-len", "10", "--max-output-len", "5", "--no-progress"],
                      capture_output=True, text=True, timeout=120)
 assert bad.returncode != 0 and "invalid workload" in bad.stderr, bad.stderr
+# A workload longer than max_model_len is refused before it runs (it would be cut short silently).
+bad = subprocess.run([BIN, "bench", "--random-model", "tiny", "--cache-dir", cache, "--num-seqs", "2",
+                      "--min-output-len", "100", "--max-output-len", "100", "--max-model-len", "64",
+                      "--no-progress"], capture_output=True, text=True, timeout=120)
+assert bad.returncode == 1 and "needs up to" in bad.stderr and "max_model_len is 64" in bad.stderr, bad.stderr
 print("PASS: bench counts")

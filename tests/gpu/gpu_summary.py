@@ -37,9 +37,13 @@ def test_counts(log_text):
     if m:
         total, failed = int(m.group(3)), int(m.group(2))
         return f"{total - failed}/{total} tests passed"
-    passed = re.search(r"\[  PASSED  \] (\d+) tests?", log_text)
-    failed = re.search(r"\[  FAILED  \] (\d+) tests?, listed below", log_text)
-    skipped = re.search(r"\[  SKIPPED \] (\d+) tests?", log_text)
+    # The last totals: run_gpu_suites.py echoes failing units' own totals before its overall ones.
+    def last(pattern):
+        found = list(re.finditer(pattern, log_text))
+        return found[-1] if found else None
+    passed = last(r"\[  PASSED  \] (\d+) tests?")
+    failed = last(r"\[  FAILED  \] (\d+) tests?, listed below")
+    skipped = last(r"\[  SKIPPED \] (\d+) tests?")
     if passed or failed:
         p = int(passed.group(1)) if passed else 0
         f = int(failed.group(1)) if failed else 0
@@ -75,9 +79,9 @@ def result_line(name, data, log_text):
         return test_counts(log_text)
     if data is None:
         return None
-    if name == "cpu_vs_cuda":
-        return "; ".join(f"{m}: " + (short(r.get("error")) or f"{fmt_logits(r['logits'])}, "
-                                     f"{fmt_greedy(r['greedy'])}")
+    if name == "cpu_vs_cuda":  # gate models decide the step; the others are figures
+        return "; ".join(f"{m}{' [gate]' if r.get('gate') else ''}: "
+                         + (short(r.get("error")) or f"{fmt_logits(r['logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
     if name == "hf_compare":
         return "; ".join(f"{m}: " + (short(r.get("error")) or f"cuda {fmt_logits(r['cuda_logits'])}, "
@@ -143,14 +147,39 @@ def headline(data, model_cfg):
     return h
 
 
-def build(steps_path, logdir, model_dir):
+EARLIER = "earlier call"  # the note gpu-check.sh records for a step resumed from an earlier call
+
+
+def earlier_steps(resume_path):
+    """{step name: step dict} of an earlier call's summary.json ({} when unreadable)."""
+    try:
+        with open(resume_path) as f:
+            return {s["name"]: s for s in json.load(f).get("steps", [])}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def passed_earlier(resume_path, name):
+    s = earlier_steps(resume_path).get(name)
+    return bool(s) and s.get("status") == "PASS" and s.get("note") != "GPU_CHECK_SKIP"
+
+
+def build(steps_path, logdir, model_dir, resume_path=None):
     steps, data = [], {}
+    earlier = earlier_steps(resume_path) if resume_path else {}
     with open(steps_path) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) < 4:
                 continue
             name, status, secs, note = parts[:4]
+            if note == EARLIER and name in earlier:  # carried over: data, result and time
+                prev = earlier[name]
+                data[name] = prev.get("data")
+                steps.append({"name": name, "status": status, "seconds": 0, "note": note,
+                              "result": f"(earlier call, {prev.get('seconds', '?')} s) {prev.get('result')}",
+                              "data": prev.get("data")})
+                continue
             d = read_json(os.path.join(logdir, name + ".json"))
             try:
                 with open(os.path.join(logdir, name + ".log"), errors="replace") as lf:
@@ -191,14 +220,21 @@ def table(summary):
     return "\n".join(lines) + "\n"
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", required=True)
-    ap.add_argument("--logdir", required=True)
+    ap.add_argument("--steps")
+    ap.add_argument("--logdir")
     ap.add_argument("--model", default="")
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    s = build(a.steps, a.logdir, a.model)
+    ap.add_argument("--out")
+    ap.add_argument("--resume", help="an earlier call's summary.json: results of resumed steps")
+    ap.add_argument("--passed-in", help="with --step: exit 0 iff that step PASSED in this summary.json")
+    ap.add_argument("--step")
+    a = ap.parse_args(argv)
+    if a.passed_in:
+        return 0 if passed_earlier(a.passed_in, a.step) else 1
+    if not (a.steps and a.logdir and a.out):
+        ap.error("--steps, --logdir and --out are required")
+    s = build(a.steps, a.logdir, a.model, a.resume)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(s, f, indent=1)
     text = table(s)

@@ -67,8 +67,9 @@ def find_keys(obj, keys):
     return found
 
 
-def parse_args(many_models):
-    """NANOVLLM_BIN, then one MODEL_DIR (a.model) or several (a.models), and --json-out."""
+def parse_args(many_models, gate=False, argv=None):
+    """NANOVLLM_BIN, then one MODEL_DIR (a.model) or several (a.models), and --json-out; with
+    gate=True also --gate PREFIX (repeatable, a.gate: which models decide pass/fail)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("nv", help="the nanovllm binary")
     if many_models:
@@ -76,7 +77,10 @@ def parse_args(many_models):
     else:
         ap.add_argument("model")
     ap.add_argument("--json-out", required=True)
-    return ap.parse_args()
+    if gate:
+        ap.add_argument("--gate", action="append", default=[],
+                        help="folder-name prefix of a model whose result decides pass/fail")
+    return ap.parse_args(argv)
 
 
 def for_each_model(models, check, report):

@@ -213,6 +213,35 @@ class Summary(unittest.TestCase):
             self.assertIn("7 passed, 1 failed", text)
             self.assertIn("10000 out tok/s", text)
 
+    def test_resume_carries_passed_steps(self):
+        """A second gpu-check call skips what PASSED in the first one and keeps its figures."""
+        with tempfile.TemporaryDirectory() as d:
+            first = {"steps": [
+                {"name": "bench", "status": "PASS", "seconds": 31, "note": "ok", "result": "10000 out tok/s",
+                 "data": {"output_tokens_per_s": 10000.0, "output_tokens": 133966, "seconds": 13.4,
+                          "num_seqs": 256}},
+                {"name": "hf_bench", "status": "TIMEOUT", "seconds": 90, "note": "x", "result": "x", "data": None},
+                {"name": "gemm_bench", "status": "PASS", "seconds": 0, "note": "GPU_CHECK_SKIP", "result": "",
+                 "data": None}]}
+            prev = os.path.join(d, "prev.json")
+            with open(prev, "w") as f:
+                json.dump(first, f)
+            self.assertEqual(gpu_summary.main(["--passed-in", prev, "--step", "bench"]), 0)
+            self.assertEqual(gpu_summary.main(["--passed-in", prev, "--step", "hf_bench"]), 1)
+            self.assertEqual(gpu_summary.main(["--passed-in", prev, "--step", "gemm_bench"]), 1)
+            self.assertEqual(gpu_summary.main(["--passed-in", prev, "--step", "cpu_vs_cuda"]), 1)
+            self.assertEqual(gpu_summary.main(["--passed-in", os.path.join(d, "nope"), "--step", "bench"]), 1)
+            steps = os.path.join(d, "steps.tsv")
+            with open(steps, "w") as f:
+                f.write(f"bench\tPASS\t0\t{gpu_summary.EARLIER}\nhf_bench\tPASS\t80\tok\n")
+            with open(os.path.join(d, "hf_bench.json"), "w") as f:
+                json.dump({"output_tokens_per_s": 2500.0, "engine": "transformers", "finished": 256,
+                           "num_seqs": 256, "partial": False}, f)
+            s = gpu_summary.build(steps, d, d, prev)
+            self.assertTrue(s["ok"])
+            self.assertAlmostEqual(s["headline"]["vs_transformers"], 4.0)
+            self.assertIn("(earlier call, 31 s) 10000 out tok/s", gpu_summary.table(s))
+
 
 def ar_archive(members):
     out = io.BytesIO()
@@ -303,6 +332,86 @@ class CliSelfTest(unittest.TestCase):
         self.assertEqual(r["logits"]["rows"], 64)
         self.assertEqual(r["greedy"]["identical"], 4)
         self.assertTrue(all(s["tokens"] == 32 for s in r["greedy"]["sequences"]))
+
+
+class CpuVsCudaGate(unittest.TestCase):
+    """Only stories260K-like (real-weight) models decide cpu_vs_cuda; random ones are figures."""
+
+    def test_gate_decides_and_figures_never_fail(self):
+        import cpu_vs_cuda
+        res = {"stories260K-hf": {"ok": True}, "qwen3-0.6b-bf16": {"ok": False}}
+        v = cpu_vs_cuda.decide(res, ["stories260K"])
+        self.assertTrue(v["ok"])
+        self.assertEqual(v["gates"], ["stories260K-hf"])
+        self.assertFalse(v["models"]["qwen3-0.6b-bf16"]["gate"])
+        res = {"stories260K-hf": {"ok": False}, "stories260K-qwen2-hf": {"ok": True}}
+        self.assertFalse(cpu_vs_cuda.decide(res, ["stories260K"])["ok"])
+        v = cpu_vs_cuda.decide({"qwen3-0.6b-bf16": {"ok": True}}, ["stories260K"])
+        self.assertFalse(v["ok"])
+        self.assertEqual(v["gates"], [])
+
+    def test_gate_flag(self):
+        import nv_cli
+        a = nv_cli.parse_args(True, gate=True, argv=["nv", "m1", "m2", "--json-out", "x", "--gate", "m1"])
+        self.assertEqual((a.models, a.gate), (["m1", "m2"], ["m1"]))
+
+
+FAKE_GTEST = """#!%s
+# A stand-in for gpu_tests: two small suites, one big parameterized one (split by case prefix).
+import os, signal, sys
+big = [f"attention_{i}" for i in range(30)] + [f"rmsnorm_{i}" for i in range(20)]
+if "--gtest_list_tests" in sys.argv:
+    print("Good.\\n  A\\n  B\\nBad.\\n  C\\nCuda/Conf.")
+    for c in big:
+        print(f"  Case/{c}  # GetParam() = {c}")
+    sys.exit(0)
+f = next(a for a in sys.argv if a.startswith("--gtest_filter="))[15:]
+if "rmsnorm_3" in f:
+    os.kill(os.getpid(), signal.SIGSEGV)  # a device fault takes the process down
+if f.startswith("Bad."):
+    print("[  FAILED  ] Bad.C (3 ms)\\n[  PASSED  ] 0 tests.\\n[  FAILED  ] 1 test, listed below:\\n[  FAILED  ] Bad.C")
+    sys.exit(1)
+n = f.count(":") + 1 if not f.endswith(".*") else 2
+print(f"[  PASSED  ] {n} tests.")
+"""
+FAKE_SANITIZER = """#!/bin/sh
+# compute-sanitizer --tool memcheck --log-file FILE BINARY --gtest_filter=...
+echo "========= Invalid __global__ read of size 4 ($6)" > "$4"
+"""
+
+
+class GpuSuiteRunner(unittest.TestCase):
+    """run_gpu_suites.py: one process per suite (the big one split by case prefix), a crash or a
+    failure fails only its unit, and the first bad unit is rerun under the sanitizer."""
+
+    def test_units_crash_and_sanitizer(self):
+        import contextlib
+        import run_gpu_suites as rs
+        with tempfile.TemporaryDirectory() as d:
+            binary, san = os.path.join(d, "gpu_tests"), os.path.join(d, "compute-sanitizer")
+            with open(binary, "w") as f:
+                f.write(FAKE_GTEST % sys.executable)
+            with open(san, "w") as f:
+                f.write(FAKE_SANITIZER)
+            os.chmod(binary, 0o755)
+            os.chmod(san, 0o755)
+            self.assertEqual([u[0] for u in rs.units(rs.list_tests(binary))],
+                             ["Good", "Bad", "Cuda/Conf:attention", "Cuda/Conf:rmsnorm"])
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = rs.main([binary, "--log-dir", os.path.join(d, "logs"), "--sanitizer", san])
+            text = out.getvalue()
+            self.assertEqual(rc, 1)
+            # The crash in the rmsnorm unit did not take the attention unit (30 tests) with it.
+            self.assertIn("Cuda/Conf:attention: 30 passed, 0 failed, ok", text)
+            self.assertIn("Cuda/Conf:rmsnorm: 0 passed, 0 failed, CRASHED", text)
+            self.assertIn("[  PASSED  ] 32 tests.", text)  # Good (2) + attention (30)
+            self.assertIn("[  FAILED  ] 2 tests, listed below:", text)
+            self.assertIn("[  FAILED  ] Bad.C", text)
+            # The first bad unit (Bad) went to the sanitizer, with its failed test only.
+            self.assertIn("Invalid __global__ read of size 4 (--gtest_filter=Bad.C)", text)
+            import gpu_summary
+            self.assertEqual(gpu_summary.test_counts(text), "32 passed, 2 failed")
 
 
 class Misc(unittest.TestCase):

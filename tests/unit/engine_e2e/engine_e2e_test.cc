@@ -1,8 +1,20 @@
 // End-to-end engine behaviour on real models (stories260K from shared data, and random models
 // made by make_random_model): batching, preemption, prefix caching, seeded sampling and the two
 // scheduling policies must not change what is generated.
+//
+// How "not change" is judged depends on the device. The CPU backend is batch-invariant (every
+// row's reductions run in the same order whatever the batch), so the CPU asserts identical
+// tokens. CUDA is not (cuBLASLt picks its algorithm per M, decode and prefill attention are
+// different kernels): there, runs of the SAME configuration must still be identical, but a run
+// with another batch composition, cache state or policy is judged by the near-tie rule of
+// tests/gpu/logits_compare.py: identical up to the first divergence, and at the divergence the
+// reference's logprob of the token the other run chose is within kCudaTieEps of its top-1.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -27,6 +39,11 @@ std::string device_under_test() {
   const char* d = std::getenv("NANOVLLM_TEST_DEVICE");
   return d && *d ? d : "cpu";
 }
+bool exact_across_batches() { return device_under_test() == "cpu"; }
+
+// Stated up front, never derived from a disagreement: bf16 activations carry ~2^-8 relative error
+// per rounding, a few dozen roundings deep; 0.1 nat is ~1% of stories260K's logit range (~10).
+constexpr float kCudaTieEps = 0.1f;
 
 Config base_config(const std::string& model) {
   Config c;
@@ -54,51 +71,110 @@ std::vector<std::vector<int>> make_prompts(int n, int vocab, uint32_t seed, int 
   return out;
 }
 
-std::vector<std::vector<int>> run(const Config& c, const std::vector<std::vector<int>>& prompts,
-                                  const SamplingParams& sp, EngineStats* stats = nullptr) {
+std::vector<RequestOutput> run_outputs(const Config& c, const std::vector<std::vector<int>>& prompts,
+                                       const SamplingParams& sp, EngineStats* stats = nullptr) {
   LLM llm(c);
   std::vector<Prompt> ps(prompts.begin(), prompts.end());
   auto outs = llm.generate(ps, {sp});
-  std::vector<std::vector<int>> toks;
-  for (auto& o : outs) {
-    EXPECT_TRUE(o.error.empty()) << o.error;
-    toks.push_back(o.token_ids);
-  }
+  for (auto& o : outs) EXPECT_TRUE(o.error.empty()) << o.error;
   if (stats) *stats = llm.stats();
+  return outs;
+}
+
+std::vector<std::vector<int>> run(const Config& c, const std::vector<std::vector<int>>& prompts,
+                                  const SamplingParams& sp, EngineStats* stats = nullptr) {
+  std::vector<std::vector<int>> toks;
+  for (auto& o : run_outputs(c, prompts, sp, stats)) toks.push_back(o.token_ids);
   return toks;
 }
 
+// Greedy, and on CUDA with the top-2 logprobs the near-tie rule needs.
 SamplingParams greedy(int max_tokens) {
   SamplingParams sp;
   sp.temperature = 0;
   sp.max_tokens = max_tokens;
   sp.ignore_eos = true;
+  if (!exact_across_batches()) sp.logprobs = 2;
   return sp;
 }
 
+// `got` generates what `ref` generated: exactly on the CPU; on CUDA up to a first divergence at a
+// near tie of `ref` (see the top of this file). Greedy outputs only.
+void expect_same_generation(const RequestOutput& ref, const RequestOutput& got, const std::string& what,
+                            bool exact = exact_across_batches()) {
+  if (exact) {
+    EXPECT_EQ(got.token_ids, ref.token_ids) << what;
+    return;
+  }
+  const auto& a = ref.token_ids;
+  const auto& b = got.token_ids;
+  size_t div = 0;
+  while (div < a.size() && div < b.size() && a[div] == b[div]) ++div;
+  if (div == a.size() || div == b.size()) {
+    EXPECT_EQ(a.size(), b.size()) << what << ": lengths differ with no token divergence";
+    return;
+  }
+  ASSERT_LT(div, ref.logprobs.size()) << what << ": no logprobs at the divergence";
+  const auto& top = ref.logprobs[div].top;
+  ASSERT_GE(top.size(), 2u) << what << ": top-2 logprobs missing at the divergence";
+  float best = -INFINITY, chosen = -INFINITY;  // ref's top-1, and its logprob of `got`'s token
+  for (const auto& t : top) {
+    best = std::max(best, t.logprob);
+    if (t.token_id == b[div]) chosen = t.logprob;
+  }
+  EXPECT_LE(best - chosen, kCudaTieEps) << what << ": diverges at token " << div << " (" << a[div] << " vs "
+                                        << b[div] << "), not at a near tie of the reference (gap "
+                                        << best - chosen << ")";
+  std::printf("[ near tie ] %s: identical for %zu tokens, then %d vs %d (gap %.4f)\n", what.c_str(), div, a[div],
+              b[div], double(best - chosen));
+}
+
+void expect_same_generations(const std::vector<RequestOutput>& ref, const std::vector<RequestOutput>& got,
+                             const std::string& what) {
+  ASSERT_EQ(ref.size(), got.size()) << what;
+  for (size_t i = 0; i < ref.size(); ++i) expect_same_generation(ref[i], got[i], what + ", prompt " + std::to_string(i));
+}
+
 }  // namespace
+
+// The CUDA rule itself (run here on hand-made outputs): a divergence passes only at a near tie.
+TEST(EngineE2E, NearTieRuleJudgesDivergences) {
+  auto out = [](std::vector<int> ids, std::vector<std::vector<TokenLogprob>> tops) {
+    RequestOutput o;
+    o.token_ids = std::move(ids);
+    for (auto& t : tops) o.logprobs.push_back({t.empty() ? 0.f : t[0].logprob, t});
+    return o;
+  };
+  const RequestOutput ref = out({5, 7, 9}, {{{5, -0.1f}, {6, -3.f}}, {{7, -0.60f}, {8, -0.65f}}, {{9, -1.f}, {1, -2.f}}});
+  expect_same_generation(ref, out({5, 7, 9}, {}), "identical", false);
+  expect_same_generation(ref, out({5, 8, 1}, {}), "flip at a near tie (gap 0.05)", false);
+  EXPECT_NONFATAL_FAILURE(expect_same_generation(ref, out({6, 7, 9}, {}), "x", false), "not at a near tie");
+  EXPECT_NONFATAL_FAILURE(expect_same_generation(ref, out({5, 3, 9}, {}), "x", false), "not at a near tie");
+  EXPECT_NONFATAL_FAILURE(expect_same_generation(ref, out({5, 7}, {}), "x", false), "lengths differ");
+  EXPECT_NONFATAL_FAILURE(expect_same_generation(ref, out({5, 8, 1}, {}), "x", true), "x");
+}
 
 // (a) each sequence of a batch of 64 generates what it generates alone.
 TEST(SharedData_EngineE2E, BatchOf64EqualsAlone) {
   if (!have_stories()) GTEST_SKIP() << "shared data absent: " << stories_dir();
   Config c = base_config(stories_dir());
   auto prompts = make_prompts(64, 512, 1, 2, 40, /*bos=*/1);
-  auto batched = run(c, prompts, greedy(24));
+  auto batched = run_outputs(c, prompts, greedy(24));
   LLM alone(c);
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto o = alone.generate({Prompt(prompts[i])}, {greedy(24)});
-    EXPECT_EQ(o[0].token_ids, batched[i]) << "prompt " << i;
+    expect_same_generation(o[0], batched[i], "prompt " + std::to_string(i));
   }
 }
 
 TEST(EngineE2E, RandomModelBatchEqualsAlone) {
   Config c = base_config(random_model());
   auto prompts = make_prompts(12, 151936, 2, 3, 50);
-  auto batched = run(c, prompts, greedy(12));
+  auto batched = run_outputs(c, prompts, greedy(12));
   LLM alone(c);
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto o = alone.generate({Prompt(prompts[i])}, {greedy(12)});
-    EXPECT_EQ(o[0].token_ids, batched[i]) << "prompt " << i;
+    expect_same_generation(o[0], batched[i], "prompt " + std::to_string(i));
   }
 }
 
@@ -109,10 +185,12 @@ void check_preemption(const std::string& model, int vocab, int bos) {
   small.num_kvcache_blocks = 12;  // 192 tokens for 8 sequences of up to ~70 tokens
   auto prompts = make_prompts(8, vocab, 3, 10, 30, bos);
   EngineStats st;
-  auto ref = run(big, prompts, greedy(40));
-  auto got = run(small, prompts, greedy(40), &st);
+  auto ref = run_outputs(big, prompts, greedy(40));
+  auto got = run_outputs(small, prompts, greedy(40), &st);
   EXPECT_GT(st.preemptions, 0) << "the cache was meant to force preemption";
-  EXPECT_EQ(got, ref);
+  expect_same_generations(ref, got, "preempted");
+  // The same configuration twice: identical on every device.
+  EXPECT_EQ(run(small, prompts, greedy(40)), run(small, prompts, greedy(40)));
 }
 TEST(SharedData_EngineE2E, PreemptionKeepsOutputs) {
   if (!have_stories()) GTEST_SKIP() << "shared data absent: " << stories_dir();
@@ -139,12 +217,12 @@ void check_prefix_cache(const std::string& model, int vocab, int bos) {
   std::vector<Prompt> rest(prompts.begin() + 1, prompts.end());
   auto outs = llm.generate(rest, {greedy(16)});
   st_on = llm.stats();
-  auto ref = run(off, prompts, greedy(16), &st_off);
+  auto ref = run_outputs(off, prompts, greedy(16), &st_off);
   EXPECT_GT(st_on.prefix_cache_hit_tokens, 0);
   EXPECT_EQ(st_off.prefix_cache_hit_tokens, 0);
-  EXPECT_EQ(first[0].token_ids, ref[0]);
+  expect_same_generation(ref[0], first[0], "prompt 0");
   for (size_t i = 0; i < outs.size(); ++i) {
-    EXPECT_EQ(outs[i].token_ids, ref[i + 1]) << "prompt " << i + 1;
+    expect_same_generation(ref[i + 1], outs[i], "prompt " + std::to_string(i + 1));
     EXPECT_GE(outs[i].num_cached_tokens, 240) << "prompt " << i + 1;
   }
 }
@@ -169,12 +247,24 @@ TEST(EngineE2E, SeededSamplingIsReproducibleAcrossBatches) {
   sp.seed = 1234;
   auto a = run(c, prompts, sp);
   auto b = run(c, prompts, sp);
-  EXPECT_EQ(a, b);
-  // Prompt 2 alone and inside a different batch.
+  EXPECT_EQ(a, b);  // the same configuration: identical on every device
+  // Prompt 2 alone and inside a different batch. On CUDA the logits move by rounding with the batch
+  // and the Gumbel noise each token was drawn with is not observable, so no tie rule can judge a
+  // flip there: the cross-batch part is exact on the CPU and only reported on CUDA.
   auto alone = run(c, {prompts[2]}, sp);
   auto other = run(c, {prompts[5], prompts[2], prompts[0]}, sp);
-  EXPECT_EQ(alone[0], a[2]);
-  EXPECT_EQ(other[1], a[2]);
+  if (exact_across_batches()) {
+    EXPECT_EQ(alone[0], a[2]);
+    EXPECT_EQ(other[1], a[2]);
+  } else {
+    auto common = [&](const std::vector<int>& x) {
+      size_t k = 0;
+      while (k < x.size() && k < a[2].size() && x[k] == a[2][k]) ++k;
+      return k;
+    };
+    std::printf("[ cuda     ] seeded prompt 2: alone agrees for %zu/%zu tokens, in another batch %zu\n",
+                common(alone[0]), a[2].size(), common(other[1]));
+  }
   // A different seed changes the output (sampling is not greedy in disguise).
   SamplingParams sp2 = sp;
   sp2.seed = 99;
@@ -188,9 +278,9 @@ void check_policies(const std::string& model, int vocab, int bos) {
   mx.policy = "mixed";
   mx.max_num_batched_tokens = 64;  // forces chunked prefill
   auto prompts = make_prompts(10, vocab, 8, 20, 120, bos);
-  auto a = run(pf, prompts, greedy(20));
-  auto b = run(mx, prompts, greedy(20));
-  EXPECT_EQ(a, b);
+  auto a = run_outputs(pf, prompts, greedy(20));
+  auto b = run_outputs(mx, prompts, greedy(20));
+  expect_same_generations(a, b, "mixed vs prefill-first");
 }
 TEST(SharedData_EngineE2E, PoliciesAgree) {
   if (!have_stories()) GTEST_SKIP() << "shared data absent: " << stories_dir();

@@ -39,6 +39,7 @@ json read_json(const std::string& path) {
 Config small_cache_config(const std::string& policy) {
   Config c;
   c.model = random_tiny_model();
+  c.device = "cpu";  // not "auto": a unit run on a GPU machine stays on the CPU (exact counts, timing)
   c.num_threads = 1;  // one thread: spinning pool threads stall on a loaded machine
   c.kvcache_block_size = 16;
   c.num_kvcache_blocks = 20;  // 320 token slots for 10 sequences of up to ~100 tokens: preemption

@@ -15,6 +15,7 @@
 
 #include "engine/engine_tracer.h"
 #include "engine/scheduler.h"
+#include "engine/stop_checker.h"
 
 using namespace nanovllm;
 using Clock = std::chrono::steady_clock;
@@ -74,7 +75,9 @@ std::pair<double, double> run(int num_seqs, const std::string& out, bool traced)
     for (const auto& ss : so.seqs)
       if (ss.sample) tokens.push_back(7);
     t = Clock::now();
-    auto finished = sched.postprocess(so, tokens);
+    auto finished = sched.postprocess(so, tokens, [&](Sequence& seq, int token, size_t) {
+      return token_stop_reason(seq, token, {}, sched.max_seq_len());
+    });
     s_us += us_since(t);
     t = Clock::now();
     if (tracer) {

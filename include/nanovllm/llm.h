@@ -26,18 +26,23 @@ class LLM {
   LLM(const LLM&) = delete;
   LLM& operator=(const LLM&) = delete;
 
-  // Enqueues a request; returns its id. Invalid sampling params throw nanovllm::Error.
+  // Enqueues a request; returns its id. Its events (CompletionEvent: each completion's deltas and
+  // final output) go to `sink`; with stream = false only final events are sent. Without a sink
+  // step() returns the request's final outputs. Invalid sampling params throw nanovllm::Error.
   // A prompt that can never run (too long, empty, larger than the KV cache) is accepted and
-  // finishes on the next step() with finish_reason "error" and a clear message.
-  uint64_t add_request(const Prompt& prompt, const SamplingParams& params);
-  // One scheduling + forward + sampling step. Returns requests that finished in this step.
+  // ends at once with finish_reason "error" and a clear message (its final events are sent
+  // before add_request returns).
+  uint64_t add_request(const Prompt& prompt, const SamplingParams& params,
+                       std::shared_ptr<OutputSink> sink = nullptr, bool stream = false);
+  // One scheduling + forward + sampling step. Returns the final outputs (one per completion) of
+  // the requests added without a sink that finished since the last call.
   std::vector<RequestOutput> step();
   bool is_finished() const;
-  // Aborts a request (waiting or running); its blocks are freed at once. Unknown ids ignored.
+  // Aborts a request (waiting or running): every unfinished completion ends with "abort", its
+  // blocks freed at once. Unknown or finished ids are ignored.
   void abort(uint64_t request_id);
-  // Stream deltas produced since the last call (only for requests added with stream = true).
-  std::vector<StreamDelta> take_stream_deltas();
-  uint64_t add_request_streaming(const Prompt& prompt, const SamplingParams& params);
+  // Aborts every live request (e.g. at shutdown).
+  void abort_all();
   // Compiles (and caches) SamplingParams::structured_outputs so that add_request needs no
   // compilation; throws nanovllm::Error naming an unsupported schema feature or a malformed
   // constraint. Thread-safe, unlike the rest: the server calls it on its handler threads.

@@ -1,6 +1,9 @@
-// What the engine returns per request: final outputs and incremental stream deltas.
+// What the engine returns per request: final outputs, incremental stream deltas, and the events
+// that carry both to a request's sink.
 #pragma once
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,38 @@ struct StreamDelta {
   std::string error;
   int num_prompt_tokens = 0;
   int num_generated_tokens = 0;        // total so far
+};
+
+// One output event of one completion. Events of a completion arrive in order; its last one has
+// `output` set (the completion finished). A request's last event has `request_finished` set:
+// nothing more comes for it. Requests added with stream = true get an event whenever a step
+// produces something new; the others get only the final event of each completion.
+struct CompletionEvent {
+  StreamDelta delta;                    // what is new (final: the rest, and the finish reason)
+  std::optional<RequestOutput> output;  // the completion's whole output, once it finished
+  bool request_finished = false;        // every completion of the request has finished
+};
+
+// Where a request's events go (LLM::add_request). Called on the thread that drives the engine,
+// inside add_request (a request rejected at once), step() and abort(); it must not call back
+// into the engine. The engine keeps the sink alive until the request's last event.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void on_event(CompletionEvent&& event) = 0;
+};
+
+// A sink that queues events until they are taken (thread-safe: the engine thread pushes, any
+// thread takes). The server's and the Python binding's per-request queues are these.
+class EventQueue : public OutputSink {
+ public:
+  void on_event(CompletionEvent&& event) override;
+  std::vector<CompletionEvent> take();
+  bool empty() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<CompletionEvent> events_;
 };
 
 }  // namespace nanovllm

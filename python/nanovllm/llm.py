@@ -66,25 +66,23 @@ class LLM:
             fields["worker_command"] = _worker_command()
         self._engine = _core.Engine(Config(model, **fields))
         self._tokenizer = None
-        # Outputs are routed per request, so generate()/stream() calls in several threads and
-        # add_request()/step() users share one engine; _lock orders step + routing.
+        # Every request's events go to an EventQueue of its own caller: generate() and stream()
+        # give each prompt one; add_request() requests share self._low, which step() drains.
+        # Several threads may share one engine: _lock orders the low-level API's bookkeeping.
         self._lock = threading.RLock()
-        # A request with SamplingParams.n > 1 gives n RequestOutputs (one per completion, told
-        # apart by .index), each when that completion finishes.
-        self._finished = {}    # request_id -> [RequestOutput] arrived, not yet collected
-        self._awaited = {}     # request_id -> how many of its RequestOutputs have not arrived
-        self._deltas = {}      # request_id -> [StreamDelta] not yet consumed
-        self._owned = set()    # requests of running generate()/stream() calls
-        self._discard = {}     # request_id -> outputs still to drop (aborted / stream done)
+        self._low = _core.EventQueue()
+        self._low_stream = set()   # add_request(stream=True) requests still running
+        self._low_deltas = []      # their StreamDeltas not yet taken
 
     # --- nano-vLLM's LLMEngine interface ------------------------------------------------------
     def add_request(self, prompt, sampling_params=None, stream=False):
-        """Enqueues one prompt (str or token ids); returns its request id. With stream=True its
-        deltas are returned by take_stream_deltas()."""
+        """Enqueues one prompt (str or token ids); returns its request id. step() returns its
+        outputs when it finishes; with stream=True its deltas are returned by take_stream_deltas()."""
         sp = normalize_params(sampling_params, 1)[0]
         with self._lock:
-            rid = self._engine.add_request(normalize_prompt(prompt), sp, bool(stream))
-            self._awaited[rid] = sp.n
+            rid = self._engine.add_request(normalize_prompt(prompt), sp, self._low, bool(stream))
+            if stream:
+                self._low_stream.add(rid)
         return rid
 
     def step(self):
@@ -92,22 +90,26 @@ class LLM:
         (request_id, token_ids) of requests added with add_request() that finished; num_tokens is
         the step's prefill tokens, or minus its decode tokens. A request with n > 1 gives one
         (request_id, token_ids) per completion, each when that completion finishes."""
+        steps = self._engine.stats().steps
+        self._engine.step()
+        outs = []
         with self._lock:
-            steps = self._engine.stats().steps
-            self._pump()
-            mine = [rid for rid in self._finished if rid not in self._owned]
-            outs = [(rid, o.token_ids) for rid in mine for o in self._finished.pop(rid)]
-            for rid in mine:
-                if self._awaited.get(rid) == 0:
-                    del self._awaited[rid]
-            if self._engine.stats().steps == steps:  # nothing was scheduled
-                return outs, 0
-            s = self._engine.last_step_stats()
+            for e in self._low.take():
+                rid = e.delta.request_id
+                if rid in self._low_stream:
+                    self._low_deltas.append(e.delta)
+                    if e.request_finished:
+                        self._low_stream.discard(rid)
+                if e.output is not None:
+                    outs.append((rid, e.output.token_ids))
+        if self._engine.stats().steps == steps:  # nothing was scheduled
+            return outs, 0
+        s = self._engine.last_step_stats()
         num_tokens = s.num_prefill_tokens if s.num_prefill_tokens > 0 else -s.num_decode_tokens
         return outs, num_tokens
 
     def is_finished(self):
-        return self._engine.is_finished() and not (self._finished.keys() - self._owned)
+        return self._engine.is_finished() and self._low.empty()
 
     def abort(self, request_id):
         self._engine.abort(request_id)
@@ -115,8 +117,8 @@ class LLM:
     def take_stream_deltas(self):
         """StreamDeltas of add_request(..., stream=True) requests produced so far."""
         with self._lock:
-            mine = [rid for rid in self._deltas if rid not in self._owned]
-            return [d for rid in mine for d in self._deltas.pop(rid)]
+            out, self._low_deltas = self._low_deltas, []
+        return out
 
     # --- offline generation ------------------------------------------------------------------
     def generate(self, prompts, sampling_params=None, use_tqdm=True):
@@ -129,15 +131,20 @@ class LLM:
         params = normalize_params(sampling_params, len(prompts))
         pending = self._add_all(prompts, params, stream=False)
         results = [None] * len(prompts)
+        outputs = {i: [None] * sp.n for i, sp in enumerate(params)}
         bar = ProgressBar(len(prompts), enabled=bool(use_tqdm))
         try:
             while pending:
-                seconds = self._pump(owned=pending)
+                seconds = self._step_checked(pending)
                 bar.step(self._engine.last_step_stats(), seconds)
-                for rid in [r for r in pending if self._awaited.get(r) == 0]:
-                    i = pending.pop(rid)
-                    results[i] = self._collect(rid, i)
-                    bar.finished()
+                for i, (rid, q) in list(pending.items()):
+                    for e in q.take():
+                        if e.output is not None:
+                            outputs[i][e.output.index] = e.output
+                        if e.request_finished:
+                            del pending[i]
+                            results[i] = self._collect(outputs.pop(i), i)
+                            bar.finished()
         except BaseException:
             self._abort_all(pending)
             raise
@@ -155,18 +162,14 @@ class LLM:
         prompts = normalize_prompts(prompts)
         params = normalize_params(sampling_params, len(prompts))
         pending = self._add_all(prompts, params, stream=True)
-        unfinished = {rid: params[i].n for rid, i in pending.items()}  # completions still going
         try:
             while pending:
-                self._pump(owned=pending)
-                for rid in [r for r in pending if r in self._deltas]:
-                    i = pending[rid]
-                    for d in self._deltas.pop(rid):
-                        if d.finished:
-                            unfinished[rid] -= 1
-                            if unfinished[rid] == 0:
-                                del pending[rid]
-                                self._forget(rid)
+                self._step_checked(pending)
+                for i, (rid, q) in list(pending.items()):
+                    for e in q.take():
+                        d = e.delta
+                        if e.request_finished:
+                            del pending[i]
                         if d.finish_reason == "error":
                             raise ValueError(f"prompts[{i}]: {d.error}")
                         yield {"index": i, "completion": d.index, "text": d.text,
@@ -200,80 +203,45 @@ class LLM:
 
     # --- internals ---------------------------------------------------------------------------
     def _add_all(self, prompts, params, stream):
-        """Adds every prompt; returns {request_id: index}. All or nothing."""
+        """Adds every prompt, each with its own EventQueue; returns {index: (request_id, queue)}.
+        All or nothing."""
         pending = {}
         try:
             for i, (p, sp) in enumerate(zip(prompts, params)):
-                with self._lock:
-                    try:
-                        rid = self._engine.add_request(p, sp, stream)
-                    except ValueError as e:
-                        raise ValueError(f"prompts[{i}]: {e}") from None
-                    pending[rid] = i
-                    self._awaited[rid] = sp.n
-                    self._owned.add(rid)
+                q = _core.EventQueue()
+                try:
+                    rid = self._engine.add_request(p, sp, q, stream)
+                except ValueError as e:
+                    raise ValueError(f"prompts[{i}]: {e}") from None
+                pending[i] = (rid, q)
         except BaseException:
             self._abort_all(pending)
             raise
         return pending
 
-    def _pump(self, owned=()):
-        """One engine step; finished outputs and stream deltas go to per-request buckets.
-        Returns the step's wall time. An error output of an `owned` request raises ValueError."""
-        with self._lock:
-            t = perf_counter()
-            outs = self._engine.step()
-            seconds = perf_counter() - t
-            for o in outs:
-                rid = o.request_id
-                if rid in self._discard:
-                    self._discard[rid] -= 1
-                    if self._discard[rid] == 0:
-                        del self._discard[rid]
-                    continue
-                self._finished.setdefault(rid, []).append(o)
-                if rid in self._awaited:
-                    self._awaited[rid] -= 1
-            for d in self._engine.take_stream_deltas():
-                self._deltas.setdefault(d.request_id, []).append(d)
-            if owned and not outs and self._engine.is_finished() and \
-                    not any(self._awaited.get(r) == 0 or r in self._deltas for r in owned):
-                raise NanoVLLMError("the engine is idle but requests are unfinished")  # never spin
+    def _step_checked(self, pending):
+        """One engine step (the GIL is released while it runs); returns its wall time. Raises if
+        the engine is idle while a pending request has no event left to read (never spins)."""
+        t = perf_counter()
+        self._engine.step()
+        seconds = perf_counter() - t
+        # is_finished() is read after the step: every event of a finished request is queued by then.
+        if self._engine.is_finished() and all(q.empty() for _, q in pending.values()):
+            raise NanoVLLMError("the engine is idle but requests are unfinished")
         return seconds
 
-    def _collect(self, rid, index):
-        outs = sorted(self._finished.pop(rid), key=lambda o: o.index)
-        del self._awaited[rid]
-        self._owned.discard(rid)
+    @staticmethod
+    def _collect(outs, index):
         for o in outs:
             if o.finish_reason == "error":
                 raise ValueError(f"prompts[{index}]: {o.error}")
         return _output_dict(outs)
 
-    def _forget(self, rid):
-        """Drops a request's state; its RequestOutputs still to come are dropped on arrival."""
-        self._finished.pop(rid, None)
-        self._deltas.pop(rid, None)
-        self._owned.discard(rid)
-        left = self._awaited.pop(rid, 0)
-        if left > 0:
-            self._discard[rid] = self._discard.get(rid, 0) + left
-
     def _abort_all(self, pending):
-        """Aborts unfinished requests; their abort outputs are dropped when they come back."""
-        with self._lock:
-            for rid in list(pending):
-                self._engine.abort(rid)  # every unfinished completion: an abort output next step
-                self._forget(rid)
-            for d in self._engine.take_stream_deltas():  # abort's final deltas, pushed at once
-                if d.request_id not in pending:
-                    self._deltas.setdefault(d.request_id, []).append(d)
-            pending.clear()
-            # The engine reports aborted requests on its next step(); with nothing else queued
-            # that step computes nothing, and afterwards the engine is idle (is_finished()).
-            s = self._engine.stats()
-            if s.num_running == 0 and s.num_waiting == 0:
-                self._pump()
+        """Aborts unfinished requests; their final events go to queues nobody reads any more."""
+        for rid, _ in pending.values():
+            self._engine.abort(rid)
+        pending.clear()
 
 
 # nano-vLLM's LLM is a thin subclass of its LLMEngine; here they are the same class.

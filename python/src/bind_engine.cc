@@ -4,6 +4,7 @@
 // Python (nanovllm/llm.py) so KeyboardInterrupt lands between steps.
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <variant>
@@ -42,6 +43,11 @@ using PromptArg = std::variant<std::string, std::vector<int>>;
 
 void bind_engine(py::module_& m) {
   using release = py::call_guard<py::gil_scoped_release>;
+  py::class_<EventQueue, std::shared_ptr<EventQueue>>(
+      m, "EventQueue", "A request's events (CompletionEvent), queued by the engine until taken.")
+      .def(py::init<>())
+      .def("take", &EventQueue::take, release(), "The events queued so far, in order (and empties the queue).")
+      .def("empty", &EventQueue::empty);
   py::class_<Engine>(m, "Engine", "The C++ engine (nanovllm::LLM); nanovllm.LLM wraps it.")
       .def(py::init([](const Config& c) {
              try {
@@ -54,31 +60,30 @@ void bind_engine(py::module_& m) {
            py::arg("config"), release())
       .def(
           "add_request",
-          [](Engine& e, const PromptArg& prompt, const SamplingParams& sp, bool stream,
-             bool add_special_tokens) {
+          [](Engine& e, const PromptArg& prompt, const SamplingParams& sp, std::shared_ptr<EventQueue> queue,
+             bool stream, bool add_special_tokens) {
             Prompt p = std::visit([](const auto& v) { return Prompt(v); }, prompt);
             p.add_special_tokens = add_special_tokens;
             try {  // invalid params or prompt ids: the caller's fault
-              return e.locked([&](LLM& llm) {
-                return stream ? llm.add_request_streaming(p, sp) : llm.add_request(p, sp);
-              });
+              return e.locked([&](LLM& llm) { return llm.add_request(p, sp, queue, stream); });
             } catch (const Error& err) {
               throw py::value_error(err.what());
             }
           },
-          py::arg("prompt"), py::arg("sampling_params"), py::arg("stream") = false,
+          py::arg("prompt"), py::arg("sampling_params"), py::arg("queue") = nullptr, py::arg("stream") = false,
           py::arg("add_special_tokens") = true, release(),
-          "Enqueues a request (text or token ids); returns its id. A prompt that can never run "
-          "finishes on the next step() with finish_reason 'error'.")
+          "Enqueues a request (text or token ids); returns its id. Its events go to `queue` (an "
+          "EventQueue; with stream=False only final ones); without a queue step() returns its final "
+          "outputs. A prompt that can never run ends at once with finish_reason 'error'.")
       .def("step", [](Engine& e) { return e.locked([](LLM& llm) { return llm.step(); }); },
-           release(), "One scheduling + forward + sampling step; returns requests that finished.")
+           release(),
+           "One scheduling + forward + sampling step; returns the final outputs of requests added "
+           "without a queue.")
       .def("is_finished", [](Engine& e) { return e.locked([](LLM& l) { return l.is_finished(); }); },
            release())
       .def("abort", [](Engine& e, uint64_t id) { e.locked([id](LLM& l) { l.abort(id); }); },
            py::arg("request_id"), release())
-      .def("take_stream_deltas",
-           [](Engine& e) { return e.locked([](LLM& l) { return l.take_stream_deltas(); }); },
-           release())
+      .def("abort_all", [](Engine& e) { e.locked([](LLM& l) { l.abort_all(); }); }, release())
       .def("stats", [](Engine& e) { return e.locked([](LLM& l) { return l.stats(); }); }, release())
       .def("last_step_stats",
            [](Engine& e) { return e.locked([](LLM& l) { return l.last_step_stats(); }); }, release())

@@ -1,4 +1,5 @@
-// Read-only result types: RequestOutput, StreamDelta, TokenLogprob(s), EngineStats, StepStats.
+// Read-only result types: RequestOutput, StreamDelta, CompletionEvent, TokenLogprob(s), EngineStats,
+// StepStats.
 // Each gets a `fields` tuple and to_dict(); text goes through utf8() (U+FFFD, never a
 // UnicodeDecodeError).
 #include <pybind11/stl.h>
@@ -98,6 +99,13 @@ void bind_outputs(py::module_& m) {
       .text("error", &StreamDelta::error)
       .field("num_prompt_tokens", &StreamDelta::num_prompt_tokens)
       .field("num_generated_tokens", &StreamDelta::num_generated_tokens)
+      .done();
+  ReadOnly<CompletionEvent>(m, "CompletionEvent",
+                            "One event of one completion: what is new (delta), the whole output once it "
+                            "finished (output, else None), and whether the request has no more events.")
+      .field("delta", &CompletionEvent::delta)
+      .field("output", &CompletionEvent::output)
+      .field("request_finished", &CompletionEvent::request_finished)
       .done();
   ReadOnly<StepStats>(m, "StepStats", "What the last step() did.")
       .field("num_seqs", &StepStats::num_seqs)

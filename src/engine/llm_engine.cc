@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <random>
 
 #include "tokenizer/chat_template.h"
@@ -59,8 +58,9 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   sc.max_model_len = config_.max_model_len;
   sc.policy = policy;
   sc.enable_prefix_caching = config_.enable_prefix_caching;
-  sc.eos_token_ids = eos_ids_;
   scheduler_ = std::make_unique<Scheduler>(sc);
+  stop_ = std::make_unique<StopChecker>(eos_ids_, scheduler_->max_seq_len());
+  step_outputs_ = std::make_shared<EventQueue>();
   stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks,
                                            runner_->backend().num_threads(), runner_->executor());
   if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
@@ -104,7 +104,8 @@ void LLMEngine::prepare_constraint(const StructuredOutputsParams& so) const {
   (void)structured_->compile(so);
 }
 
-uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params, bool stream) {
+uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params,
+                                std::shared_ptr<OutputSink> sink, bool stream) {
   params.validate();
   uint64_t seed = 0;
   if (params.seed) {
@@ -120,225 +121,213 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
   prepare_constraint(params.structured_outputs);
 
-  // One Request per completion (consecutive ids); only completion 0 is scheduled now, the
-  // others fork from it after its prefill (fork_completions).
-  const uint64_t output_id = next_id_;
-  std::vector<Request*> group;
+  // One Completion per n (sequence ids id .. id + n - 1); only completion 0 is scheduled now,
+  // the others fork from it after its prefill (fork_completions).
+  const uint64_t id = next_id_;
+  next_id_ += uint64_t(params.n);
+  auto owned = std::make_unique<Request>(id, params, stream, sink ? std::move(sink) : step_outputs_);
+  Request& r = *owned;
   for (int i = 0; i < params.n; ++i) {
-    const uint64_t id = next_id_++;
-    auto owned = std::make_unique<Request>(id, ids, params, completion_seed(seed, i),
-                                           config_.kvcache_block_size, eos_ids_, tokenizer_.get(),
-                                           stream);
-    owned->output_id = output_id;
-    owned->index = i;
-    owned->held = i > 0;
-    if (!params.structured_outputs.empty()) owned->grammar = structured_->start(params.structured_outputs);
-    group.push_back(owned.get());
-    requests_.emplace(id, std::move(owned));
+    auto c = std::make_unique<Completion>(r, i, id + uint64_t(i), ids, completion_seed(seed, i),
+                                          config_.kvcache_block_size, eos_ids_, tokenizer_.get());
+    c->held = i > 0;
+    if (!params.structured_outputs.empty()) c->grammar = structured_->start(params.structured_outputs);
+    r.completions.push_back(std::move(c));
   }
-  if (params.n > 1)
-    for (Request* r : group) group[0]->group.push_back(r->id);
-  Request& r = *group[0];
-  if (tracer_) tracer_->arrived(output_id, r.seq.num_prompt_tokens);
+  r.num_unfinished = params.n;
+  requests_.emplace(id, std::move(owned));
+  if (tracer_) tracer_->arrived(id, r.completions[0]->seq.num_prompt_tokens);
   try {
-    scheduler_->add(&r.seq);
+    scheduler_->add(&r.completions[0]->seq);
   } catch (const Error& e) {
-    // The request can never run: every completion is reported as a finished error output
-    // (and final delta) on the next step().
-    for (Request* c : group) {
-      c->seq.status = SequenceStatus::FINISHED;
-      c->seq.finish_reason = FinishReason::kError;
+    // The request can never run: every completion ends now with an "error" final event.
+    for (auto& c : r.completions) {
       c->error = e.what();
-      finish_request(*c, pending_outputs_);
+      finish(*c, FinishReason::kError);
     }
   }
-  return output_id;
+  return id;
 }
 
-void LLMEngine::fork_completions(Request& parent) {
-  for (uint64_t id : parent.group) {
-    auto it = requests_.find(id);
-    if (it == requests_.end() || !it->second->held) continue;
-    Request& child = *it->second;
-    child.held = false;
-    scheduler_->block_manager().fork(parent.seq, child.seq);
-    scheduler_->add(&child.seq);
+void LLMEngine::fork_completions(Request& r) {
+  Completion& parent = *r.completions[0];
+  for (auto& c : r.completions) {
+    if (!c->held) continue;
+    c->held = false;
+    scheduler_->block_manager().fork(parent.seq, c->seq);
+    scheduler_->add(&c->seq);
   }
 }
 
-Request& LLMEngine::request_of(const Sequence& seq) {
-  auto it = requests_.find(seq.seq_id);
-  NV_CHECK(it != requests_.end(), "scheduled sequence ", seq.seq_id, " has no request");
-  return *it->second;
+void LLMEngine::emit(Completion& c, bool final) {
+  Request& r = c.request;
+  if (!final && !r.stream) return;
+  CompletionEvent e;
+  if (!c.next_delta(final, e.delta)) return;
+  if (final) {
+    e.output = c.final_output();
+    e.request_finished = r.finished();
+  }
+  r.sink->on_event(std::move(e));
 }
 
-void LLMEngine::push_delta(Request& r, bool final) {
-  StreamDelta d;
-  if (r.next_delta(final, d)) deltas_.push_back(std::move(d));
-}
-
-void LLMEngine::finish_request(Request& r, std::vector<RequestOutput>& out) {
-  r.output.finish();
-  stats_->finished(r.seq.finish_reason);
-  if (tracer_) tracer_->finished(r.id, finish_reason_name(r.seq.finish_reason));
-  out.push_back(r.final_output());
-  if (r.stream) push_delta(r, true);
-  auto it = requests_.find(r.id);
-  retired_.push_back(std::move(it->second));
-  requests_.erase(it);
+void LLMEngine::finish(Completion& c, FinishReason reason) {
+  NV_CHECK(!c.ended, "completion ", c.seq.seq_id, " finished twice");
+  if (c.seq.is_finished()) {
+    // Finished by the scheduler's postprocess, on StopChecker's decision (blocks already freed).
+    NV_CHECK(c.seq.finish_reason == reason, "completion ", c.seq.seq_id, ": finish reason decided twice");
+  } else {
+    if (c.held) c.held = false;  // never reached the scheduler
+    else scheduler_->finish(c.seq.seq_id, reason);  // frees its blocks now
+    c.seq.status = SequenceStatus::FINISHED;
+    c.seq.finish_reason = reason;
+  }
+  c.ended = true;
+  c.output.finish();
+  stats_->finished(reason);
+  if (tracer_) tracer_->finished(c.seq.seq_id, finish_reason_name(reason));
+  Request& r = c.request;
+  --r.num_unfinished;
+  emit(c, true);
+  if (r.finished()) {  // retire: alive until the step's end (its SchedulerOutput may point at it)
+    auto it = requests_.find(r.id);
+    retired_.push_back(std::move(it->second));
+    requests_.erase(it);
+  }
 }
 
 std::vector<RequestOutput> LLMEngine::step() {
-  std::vector<RequestOutput> out;
-  out.swap(pending_outputs_);
   retired_.clear();  // finished outside a step (rejected, aborted)
-  if (scheduler_->is_finished()) {
-    stats_->refresh(*scheduler_);
-    return out;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  if (tracer_) tracer_->step_begin();
-  const SchedulerOutput so = scheduler_->schedule();
-  if (so.empty()) {
-    stats_->refresh(*scheduler_);
-    return out;
-  }
-  if (tracer_) tracer_->scheduled(so, *scheduler_);
-  for (Sequence* s : so.admitted) {
-    Request& r = request_of(*s);
-    if (s->num_completion_tokens() == 0) r.num_cached_tokens = s->num_prefix_hit_tokens;
-    stats_->admitted(*s);
-  }
-
-  HostBatch hb = runner_->prepare(so);
-  if (tracer_) tracer_->mark(StepMark::kPrepared);
-  Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
-  if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
-    runner_->backend().synchronize();
-    tracer_->mark(StepMark::kForwarded);
-  }
-
-  // One sampling row per sequence that samples, in logits-row order.
-  SamplingBatch batch;
-  std::vector<Request*> sampled;
-  for (const ScheduledSeq& ss : so.seqs) {
-    if (!ss.sample) continue;
-    Request& r = request_of(*ss.seq);
-    batch.rows.push_back(r.sampling.row(r.seq.num_completion_tokens()));
-    if (r.grammar) batch.rows.back().allowed = r.grammar->allowed();
-    sampled.push_back(&r);
-  }
-  const SampleResult res = runner_->backend().sample(logits, batch);
-  if (tracer_) tracer_->mark(StepMark::kSampled);
-  // n > 1: a first completion's prompt KV is computed now; fork the others from it.
-  for (Request* r : sampled)
-    if (!r->group.empty() && r->seq.num_completion_tokens() == 0) fork_completions(*r);
-
-  // Appends the tokens; EOS, stop tokens and length finish sequences (blocks freed at once).
-  scheduler_->postprocess(so, res.tokens);
-  for (size_t i = 0; i < sampled.size(); ++i) {
-    Request& r = *sampled[i];
-    const int token = res.tokens[i];
-    r.sampling.on_token(token);
-    if (r.output.on_token(token, r.params.logprobs >= 0 ? &res.logprobs[i] : nullptr)) {
-      // A stop string: finish now (frees the blocks); it wins over a reason the scheduler gave.
-      if (!r.finished()) scheduler_->finish(r.id, FinishReason::kStop);
-      r.seq.finish_reason = FinishReason::kStop;
-    }
-    if (r.grammar) {
-      // The grammar's end (EOS taken, or nothing but EOS allowed) finishes the request, EOS
-      // ignored or not. A token the grammar refuses would be a bug of the mask: it ends this
-      // request with an error rather than the engine with an exception.
-      FinishReason reason = FinishReason::kStop;
-      if (!r.grammar->accept(token)) {
-        r.error = "internal error: sampled token " + std::to_string(token) + " is outside the output constraint";
-        reason = FinishReason::kError;
+  if (!scheduler_->is_finished()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (tracer_) tracer_->step_begin();
+    const SchedulerOutput so = scheduler_->schedule();
+    if (!so.empty()) {
+      if (tracer_) tracer_->scheduled(so, *scheduler_);
+      for (Sequence* s : so.admitted) {
+        if (s->num_completion_tokens() == 0) s->owner->num_cached_tokens = s->num_prefix_hit_tokens;
+        stats_->admitted(*s);
       }
-      if (reason == FinishReason::kError || r.grammar->done()) {
-        if (!r.finished()) scheduler_->finish(r.id, reason);
-        r.seq.finish_reason = reason;
+      HostBatch hb = runner_->prepare(so);
+      if (tracer_) tracer_->mark(StepMark::kPrepared);
+      Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+      if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
+        runner_->backend().synchronize();
+        tracer_->mark(StepMark::kForwarded);
       }
+      // One sampling row per sequence that samples, in logits-row order.
+      SamplingBatch batch;
+      std::vector<Completion*> sampled;
+      for (const ScheduledSeq& ss : so.seqs) {
+        if (!ss.sample) continue;
+        Completion& c = *ss.seq->owner;
+        batch.rows.push_back(c.sampling.row(c.seq.num_completion_tokens()));
+        if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
+        sampled.push_back(&c);
+      }
+      const SampleResult res = runner_->backend().sample(logits, batch);
+      if (tracer_) tracer_->mark(StepMark::kSampled);
+      // n > 1: a first completion's prompt KV is computed now; fork the others from it.
+      for (Completion* c : sampled)
+        if (c->index == 0 && c->request.completions.size() > 1 && c->seq.num_completion_tokens() == 0)
+          fork_completions(c->request);
+      // Appends the tokens; StopChecker (check_stop) decides every token-driven finish, and the
+      // scheduler frees a finished sequence's blocks at once.
+      scheduler_->postprocess(so, res.tokens, [&](Sequence& seq, int token, size_t row) {
+        return stop_->check(*seq.owner, token, row < res.logprobs.size() ? &res.logprobs[row] : nullptr);
+      });
+      for (Completion* c : sampled) {
+        if (c->finished()) finish(*c, c->seq.finish_reason);
+        else emit(*c, false);
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      stats_->step(so, secs, *scheduler_);
+      if (tracer_) tracer_->step_end(so, *scheduler_);
+      retired_.clear();  // nothing points at this step's finished sequences any more
+    } else {
+      stats_->refresh(*scheduler_);
     }
-    if (r.finished()) finish_request(r, out);
-    else if (r.stream) push_delta(r, false);
+  } else {
+    stats_->refresh(*scheduler_);
   }
-
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  stats_->step(so, secs, *scheduler_);
-  if (tracer_) tracer_->step_end(so, *scheduler_);
-  retired_.clear();  // nothing points at this step's finished sequences any more
+  std::vector<RequestOutput> out;
+  for (CompletionEvent& e : step_outputs_->take())
+    if (e.output) out.push_back(std::move(*e.output));
   return out;
 }
 
-bool LLMEngine::is_finished() const { return scheduler_->is_finished() && pending_outputs_.empty(); }
+bool LLMEngine::is_finished() const { return scheduler_->is_finished() && step_outputs_->empty(); }
 
 void LLMEngine::abort(uint64_t id) {
-  // `id` is the request's output id (its completion 0's id). While completion 0 is live its
-  // group lists every completion (the server aborts each live request at shutdown: this stays
-  // O(n)). Once it has finished, siblings of an n > 1 request may still run: found by output_id.
-  std::vector<uint64_t> ids;
-  if (auto it = requests_.find(id); it != requests_.end()) {
-    if (it->second->index != 0) return;  // a sibling's own id is not a request id
-    ids = it->second->group;
-    if (ids.empty()) ids.push_back(id);
-  } else {
-    for (const auto& [rid, r] : requests_)
-      if (r->output_id == id) ids.push_back(rid);
-    std::sort(ids.begin(), ids.end());  // outputs in completion order
-  }
-  for (uint64_t rid : ids) {
-    auto r = requests_.find(rid);
-    if (r == requests_.end()) continue;
-    if (r->second->held) r->second->seq.status = SequenceStatus::FINISHED;  // never scheduled
-    else scheduler_->finish(rid, FinishReason::kAbort);
-    r->second->seq.finish_reason = FinishReason::kAbort;
-    finish_request(*r->second, pending_outputs_);
-  }
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;  // finished, unknown, or a completion's own sequence id
+  Request& r = *it->second;  // stays alive (retired_) when its last completion ends below
+  for (auto& c : r.completions)
+    if (!c->ended) finish(*c, FinishReason::kAbort);
   stats_->refresh(*scheduler_);
 }
 
-std::vector<StreamDelta> LLMEngine::take_stream_deltas() {
-  std::vector<StreamDelta> d;
-  d.swap(deltas_);
-  return d;
+void LLMEngine::abort_all() {
+  std::vector<uint64_t> ids;
+  ids.reserve(requests_.size());
+  for (const auto& [id, r] : requests_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());  // outputs in arrival order
+  for (uint64_t id : ids) abort(id);
 }
+
+namespace {
+
+// generate()'s sink: a request's final outputs into its slots of the result (slot base + index).
+class SlotSink : public OutputSink {
+ public:
+  SlotSink(std::vector<RequestOutput>& slots, size_t base, size_t& requests_done)
+      : slots_(slots), base_(base), done_(requests_done) {}
+  void on_event(CompletionEvent&& e) override {
+    if (e.output) slots_[base_ + size_t(e.output->index)] = std::move(*e.output);
+    if (e.request_finished) ++done_;
+  }
+
+ private:
+  std::vector<RequestOutput>& slots_;
+  size_t base_;
+  size_t& done_;
+};
+
+}  // namespace
 
 std::vector<RequestOutput> LLMEngine::generate(const std::vector<Prompt>& prompts,
                                                const std::vector<SamplingParams>& params,
                                                bool progress) {
   NV_CHECK(params.size() == 1 || params.size() == prompts.size(), "generate: ", params.size(),
            " sampling params for ", prompts.size(), " prompts (give one or one per prompt)");
-  // Outputs keyed by (request id, index): a request with n > 1 gives n, in index order.
-  std::vector<std::pair<uint64_t, int>> ids;
+  // Outputs in prompt order; a request with n > 1 fills n consecutive slots, in index order.
+  size_t total = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) total += size_t((params.size() == 1 ? params[0] : params[i]).n);
+  std::vector<RequestOutput> out(total);
+  size_t done = 0, base = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const SamplingParams& p = params.size() == 1 ? params[0] : params[i];
-    const uint64_t id = add_request(prompts[i], p, false);
-    for (int k = 0; k < p.n; ++k) ids.emplace_back(id, k);
+    add_request(prompts[i], p, std::make_shared<SlotSink>(out, base, done), false);
+    base += size_t(p.n);
   }
-  std::map<std::pair<uint64_t, int>, RequestOutput> done;
   ProgressBar bar("generate", int64_t(prompts.size()), progress);
   const EngineStats& st = stats();
   int64_t p0 = st.prefill_tokens, d0 = st.decode_tokens;
   double ps0 = st.prefill_seconds, ds0 = st.decode_seconds;
-  while (done.size() < ids.size()) {
-    for (auto& o : step()) done[{o.request_id, o.index}] = std::move(o);
+  while (done < prompts.size()) {
+    (void)step();
     if (progress) {
       char buf[128];
       double ps = st.prefill_seconds - ps0, ds = st.decode_seconds - ds0;
       std::snprintf(buf, sizeof buf, "prefill %.0f tok/s decode %.0f tok/s",
                     ps > 0 ? double(st.prefill_tokens - p0) / ps : 0.0,
                     ds > 0 ? double(st.decode_tokens - d0) / ds : 0.0);
-      bar.update(int64_t(done.size()), buf);
+      bar.update(int64_t(done), buf);
     }
-    if (done.size() < ids.size() && is_finished()) break;  // defensive: never spin
+    NV_CHECK(done == prompts.size() || !scheduler_->is_finished(), "generate: the engine is idle with ",
+             prompts.size() - done, " requests unfinished");  // defensive: never spin
   }
   bar.finish();
-  std::vector<RequestOutput> out;
-  for (const auto& id : ids) {
-    auto it = done.find(id);
-    NV_CHECK(it != done.end(), "request ", id.first, " (completion ", id.second, ") did not finish");
-    out.push_back(std::move(it->second));
-  }
   return out;
 }
 

@@ -1,8 +1,8 @@
 // LLMEngine: the orchestrator behind nanovllm::LLM. Owns the tokenizer, the model runner, the
 // scheduler and every live Request (request.h); turns prompts into requests and drives the step
-// loop: schedule -> prepare -> forward -> sample -> postprocess -> outputs and stream deltas.
-// Text and stop strings are the requests' OutputStreams (output_stream.h), the statistics a
-// StatsRecorder (stats_recorder.h).
+// loop: schedule -> prepare -> forward -> sample -> postprocess (check_stop: StopChecker) ->
+// events to each request's sink (request_output.h: OutputSink). Text and stop strings are the
+// completions' OutputStreams (output_stream.h), the statistics a StatsRecorder (stats_recorder.h).
 // Not thread-safe: one thread drives it (the server wraps it in an engine thread).
 #pragma once
 #include <memory>
@@ -14,6 +14,7 @@
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/stop_checker.h"
 #include "engine/structured_decoding.h"
 #include "engine/stats_recorder.h"
 #include "nanovllm/config.h"
@@ -30,11 +31,17 @@ class LLMEngine {
   explicit LLMEngine(const Config& config);
   ~LLMEngine();
 
-  uint64_t add_request(const Prompt& prompt, const SamplingParams& params, bool stream);
+  // Enqueues a request; its events go to `sink` (null: step() returns its final outputs).
+  uint64_t add_request(const Prompt& prompt, const SamplingParams& params, std::shared_ptr<OutputSink> sink,
+                       bool stream);
+  // One step; returns the final outputs of requests added without a sink that finished since
+  // the last call.
   std::vector<RequestOutput> step();
   bool is_finished() const;
+  // Ends every unfinished completion of the request (O(n) in its completions); unknown ids are
+  // ignored.
   void abort(uint64_t request_id);
-  std::vector<StreamDelta> take_stream_deltas();
+  void abort_all();
   // Compiles (and caches) an output constraint; throws Error naming what is unsupported.
   // Thread-safe (the server calls it on handler threads).
   void prepare_constraint(const StructuredOutputsParams& so) const;
@@ -53,13 +60,14 @@ class LLMEngine {
 
  private:
   std::vector<int> prompt_token_ids(const Prompt& prompt) const;
-  Request& request_of(const Sequence& seq);
-  // n > 1: completions 1..n-1 share the prompt blocks `parent`'s prefill just computed.
-  void fork_completions(Request& parent);
-  // A request that finished (seq.finish_reason set, no longer in the scheduler): its output
-  // goes to `out`, its final delta to the stream; then it moves to retired_.
-  void finish_request(Request& r, std::vector<RequestOutput>& out);
-  void push_delta(Request& r, bool final);
+  // n > 1: completions 1..n-1 share the prompt blocks completion 0's prefill just computed.
+  void fork_completions(Request& r);
+  // The one way a completion ends (check_stop's decision, abort, rejection): records `reason`
+  // (once), frees its blocks if the scheduler still holds it, and sends its final event. The
+  // request retires with its last completion.
+  void finish(Completion& c, FinishReason reason);
+  // Sends c's event to its request's sink (final: its last one).
+  void emit(Completion& c, bool final);
 
   Config config_;
   ModelConfig mc_;
@@ -68,15 +76,14 @@ class LLMEngine {
   std::vector<int> eos_ids_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<StopChecker> stop_;
   std::unique_ptr<StatsRecorder> stats_;
-  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // live requests
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;  // live requests, by request id
   // Finished requests, destroyed at the end of the step (or the next step's start), so the
   // step's SchedulerOutput never points at a destroyed sequence.
   std::vector<std::unique_ptr<Request>> retired_;
-  // Outputs of requests finished outside step() (rejected at add_request, aborted): returned
-  // by the next step().
-  std::vector<RequestOutput> pending_outputs_;
-  std::vector<StreamDelta> deltas_;
+  // The sink of requests added without one: step() returns (and empties) it.
+  std::shared_ptr<EventQueue> step_outputs_;
   uint64_t next_id_ = 0;
   std::unique_ptr<EngineTracer> tracer_;  // null unless config.trace_path is set
 };

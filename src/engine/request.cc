@@ -4,20 +4,19 @@
 
 namespace nanovllm {
 
-Request::Request(uint64_t id_, std::vector<int> prompt_ids, const SamplingParams& params_,
-                 uint64_t seed, int block_size, std::span<const int> eos_ids,
-                 const Tokenizer* tokenizer, bool stream_)
-    : id(id_),
-      output_id(id_),
-      stream(stream_),
-      params(params_),
-      seq(id_, std::move(prompt_ids), params, block_size),
-      sampling(params, seed, seq.prompt_token_ids(), eos_ids),
-      output(tokenizer, params) {}
+Completion::Completion(Request& request_, int index_, uint64_t seq_id, std::vector<int> prompt_ids,
+                       uint64_t seed, int block_size, std::span<const int> eos_ids, const Tokenizer* tokenizer)
+    : request(request_),
+      index(index_),
+      seq(seq_id, std::move(prompt_ids), request_.params, block_size),
+      sampling(request_.params, seed, seq.prompt_token_ids(), eos_ids),
+      output(tokenizer, request_.params) {
+  seq.owner = this;
+}
 
-RequestOutput Request::final_output() const {
+RequestOutput Completion::final_output() const {
   RequestOutput o;
-  o.request_id = output_id;
+  o.request_id = request.id;
   o.index = index;
   const auto prompt = seq.prompt_token_ids();
   const auto completion = seq.completion_token_ids();
@@ -32,8 +31,8 @@ RequestOutput Request::final_output() const {
   return o;
 }
 
-bool Request::next_delta(bool final, StreamDelta& d) {
-  d.request_id = output_id;
+bool Completion::next_delta(bool final, StreamDelta& d) {
+  d.request_id = request.id;
   d.index = index;
   const bool any = output.take_delta(seq.completion_token_ids(), final, d);
   d.finished = final;

@@ -1,9 +1,13 @@
-// One request, owned by the engine (LLMEngine keeps it from add_request until it finished). It
-// holds the request's only SamplingParams and its Sequence; `seq`, `sampling` and `output` view
-// `params`, and the scheduler points at `seq` while it is waiting or running. The finish reason
-// lives in `seq` alone.
+// One request and its completions, owned by the engine (LLMEngine keeps a Request from
+// add_request until its last completion finished). The Request holds the request's only
+// SamplingParams and the sink its events go to; each Completion (n of them, SamplingParams::n)
+// holds a Sequence (the scheduler's view: the scheduler points at it while it is waiting or
+// running) and the per-completion state that views the params: sampling inputs, the output
+// stream, the grammar. A Sequence's `owner` points back at its Completion, so the engine finds
+// a scheduled sequence's completion without a lookup. The finish reason lives in the Sequence.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,34 +21,47 @@
 
 namespace nanovllm {
 
-struct Request {
-  // tokenizer may be null (no text, no stop strings).
-  Request(uint64_t id, std::vector<int> prompt_ids, const SamplingParams& params, uint64_t seed,
-          int block_size, std::span<const int> eos_ids, const Tokenizer* tokenizer, bool stream);
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
+struct Request;
 
-  const uint64_t id;                // the sequence's id
-  // n > 1: one Request per completion. The caller sees completion 0's id with an index.
-  uint64_t output_id;               // = id of completion 0
-  int index = 0;                    // which of the n completions
-  std::vector<uint64_t> group;      // completion 0 of n > 1: every completion's id
-  bool held = false;                // completion > 0, not yet forked into the scheduler
+struct Completion {
+  Completion(Request& request, int index, uint64_t seq_id, std::vector<int> prompt_ids, uint64_t seed,
+             int block_size, std::span<const int> eos_ids, const Tokenizer* tokenizer);
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+
+  Request& request;
+  const int index;                           // which of the request's n completions
+  bool held = false;                         // index > 0, not yet forked into the scheduler
+  bool ended = false;                        // finished and its final event sent (LLMEngine::finish)
   std::unique_ptr<SequenceGrammar> grammar;  // null without structured_outputs
-  const bool stream;               // produces StreamDeltas
-  const SamplingParams params;
-  Sequence seq;                    // prompt + generated ids, blocks, status, finish reason
-  RequestSampling sampling;        // the sampling op's row inputs
-  OutputStream output;             // text, stop strings, logprobs, streamed offsets
-  int num_cached_tokens = 0;       // prompt tokens served from the prefix cache (first admission)
-  std::string error;               // why, when seq.finish_reason == kError
+  Sequence seq;                              // prompt + generated ids, blocks, status, finish reason
+  RequestSampling sampling;                  // the sampling op's row inputs
+  OutputStream output;                       // text, stop strings, logprobs, streamed offsets
+  int num_cached_tokens = 0;                 // prompt tokens served from the prefix cache (first admission)
+  std::string error;                         // why, when seq.finish_reason == kError
 
   bool finished() const { return seq.is_finished(); }
-  // The final output (after the request finished).
+  // The whole output (after the completion finished).
   RequestOutput final_output() const;
   // What is new since the last delta (final: all that is left, with the finish reason).
   // Returns false when nothing is new and it is not final.
   bool next_delta(bool final, StreamDelta& d);
+};
+
+struct Request {
+  Request(uint64_t id, const SamplingParams& params, bool stream, std::shared_ptr<OutputSink> sink)
+      : id(id), params(params), stream(stream), sink(std::move(sink)) {}
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  const uint64_t id;                  // = completion 0's sequence id (completions: id .. id + n - 1)
+  const SamplingParams params;
+  const bool stream;                  // an event per step, not only final ones
+  const std::shared_ptr<OutputSink> sink;
+  std::vector<std::unique_ptr<Completion>> completions;  // index order
+  int num_unfinished = 0;
+
+  bool finished() const { return num_unfinished == 0; }
 };
 
 }  // namespace nanovllm

@@ -193,21 +193,6 @@ SchedulerOutput Scheduler::schedule_mixed() {
   return out;
 }
 
-FinishReason Scheduler::stop_reason(const Sequence& seq, int token) const {
-  const SamplingParams& p = seq.params;
-  const int nc = seq.num_completion_tokens();
-  if (nc >= p.min_tokens) {
-    const auto& eos = config_.eos_token_ids;
-    if (!p.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end())
-      return FinishReason::kStop;
-    const auto& st = p.stop_token_ids;
-    if (std::find(st.begin(), st.end(), token) != st.end()) return FinishReason::kStop;
-  }
-  if (nc >= p.max_tokens) return FinishReason::kLength;
-  if (seq.size() >= max_seq_len_) return FinishReason::kLength;
-  return FinishReason::kNone;
-}
-
 void Scheduler::take(Sequence* seq, FinishReason reason) {
   auto it = live_.find(seq->seq_id);
   NV_CHECK(it != live_.end() && it->second == seq);
@@ -226,14 +211,15 @@ void Scheduler::take(Sequence* seq, FinishReason reason) {
   live_.erase(it);
 }
 
-std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out,
-                                              const std::vector<int>& tokens) {
+std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out, const std::vector<int>& tokens,
+                                              const StopCheck& stop) {
   size_t num_sample = 0;
   for (const auto& s : out.seqs) num_sample += s.sample ? 1 : 0;
   NV_CHECK_EQ(tokens.size(), num_sample, "one sampled token per sampling sequence");
   std::vector<Sequence*> finished;
   size_t t = 0;
   for (const auto& s : out.seqs) {
+    const size_t row = t;
     const int token = s.sample ? tokens[t++] : -1;
     Sequence* seq = s.seq;
     // Finished (aborted) between schedule() and postprocess(): its owner keeps it alive.
@@ -243,7 +229,7 @@ std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out,
     if (!s.sample) continue;
     seq->append_token(token);
     seq->prefilled = true;
-    const FinishReason reason = stop_reason(*seq, token);
+    const FinishReason reason = stop(*seq, token, row);
     if (reason != FinishReason::kNone) {
       take(seq, reason);
       finished.push_back(seq);

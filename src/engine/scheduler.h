@@ -7,8 +7,10 @@
 //    running sequences first, then newly admitted waiting ones).
 // See README.md for the invariants.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -30,8 +32,12 @@ struct SchedulerConfig {
   int max_model_len = 4096;
   SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   bool enable_prefix_caching = true;
-  std::vector<int> eos_token_ids;
 };
+
+// Whether a sequence that just got `token` appended (the `sample_row`-th sampled row of the step)
+// finishes, and why (kNone: it goes on). The engine's is StopChecker (engine/stop_checker.h), the
+// one place that decides finishes; scheduler tests use its token rules alone.
+using StopCheck = std::function<FinishReason(Sequence& seq, int token, size_t sample_row)>;
 
 // This step computes KV/logits for tokens [seq->num_cached_tokens,
 // seq->num_cached_tokens + num_new_tokens); sample == the chunk reaches the end of
@@ -65,10 +71,12 @@ class Scheduler {
   // tokens than max_num_batched_tokens.
   void add(Sequence* seq);
   SchedulerOutput schedule();
-  // tokens: one per ScheduledSeq with sample == true, in order. Returns the sequences that
-  // finished in this call (FINISHED, blocks freed, no longer referenced by the scheduler).
-  // Sequences finished in between (finish()) are skipped; their token is consumed.
-  std::vector<Sequence*> postprocess(const SchedulerOutput& out, const std::vector<int>& tokens);
+  // tokens: one per ScheduledSeq with sample == true, in order. Appends each token, asks `stop`
+  // whether its sequence finishes, and returns the sequences that finished in this call
+  // (FINISHED, blocks freed, no longer referenced by the scheduler). Sequences finished in
+  // between (finish()) are skipped; their token is consumed.
+  std::vector<Sequence*> postprocess(const SchedulerOutput& out, const std::vector<int>& tokens,
+                                     const StopCheck& stop);
   // Finishes a waiting or running sequence now (abort, stop string): frees its blocks and
   // forgets it. Returns it, or null if the id is unknown.
   Sequence* finish(uint64_t seq_id, FinishReason reason);
@@ -90,8 +98,6 @@ class Scheduler {
   SchedulerOutput schedule_prefill_first();
   SchedulerOutput schedule_mixed();
   void preempt(Sequence* seq, SchedulerOutput& out);
-  // kStop / kLength / kNone for a sequence that just got `token` appended.
-  FinishReason stop_reason(const Sequence& seq, int token) const;
   void take(Sequence* seq, FinishReason reason);
 
   SchedulerConfig config_;

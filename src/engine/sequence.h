@@ -10,6 +10,8 @@
 
 namespace nanovllm {
 
+struct Completion;  // engine/request.h: the owner of an engine sequence
+
 enum class SequenceStatus { WAITING, RUNNING, FINISHED };
 
 // Why a sequence finished; kNone while it has not.
@@ -40,6 +42,7 @@ struct Sequence {
   // True once every token but the last (sampled) one has KV: the sequence decodes next.
   // Set by Scheduler::postprocess when a chunk reaching the end samples; cleared on preemption.
   bool prefilled = false;
+  Completion* owner = nullptr;  // the engine's completion holding this sequence (null in scheduler tests)
 
   int size() const { return static_cast<int>(token_ids.size()); }
   int num_completion_tokens() const { return size() - num_prompt_tokens; }

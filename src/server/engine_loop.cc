@@ -92,6 +92,7 @@ void EngineLoop::stop() {
 
 std::shared_ptr<Channel> EngineLoop::submit(EngineRequest req, Clock::time_point arrival) {
   auto ch = std::make_shared<Channel>();
+  ch->metrics_ = &metrics_;
   ch->n_ = std::max(1, req.params.n);
   ch->engine_done_.assign(size_t(ch->n_), 0);
   ch->req_ = std::move(req);
@@ -143,66 +144,69 @@ void EngineLoop::admit(const std::shared_ptr<Channel>& ch) {
   try {
     Prompt p(std::move(ch->req_.prompt_ids));
     p.add_special_tokens = false;
-    ch->request_id_ = llm_.add_request_streaming(p, ch->req_.params);
     ch->in_engine_ = true;
-    live_[ch->request_id_] = ch;
+    ch->request_id_ = llm_.add_request(p, ch->req_.params, ch, /*stream=*/true);
+    if (!ch->engine_finished_) live_.push_back(ch);  // (a rejection already ended it)
   } catch (const Error& e) {  // e.g. a token id outside the vocabulary
+    ch->in_engine_ = false;
     ch->fail(bad_request(client_message(e.what()), "prompt"));
   } catch (const std::exception& e) {
+    ch->in_engine_ = false;
     ch->fail(ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
   }
 }
 
-void EngineLoop::dispatch(std::vector<StreamDelta> deltas) {
+// Engine thread, inside the engine's add_request / step / abort.
+void Channel::on_event(CompletionEvent&& e) {
+  if (detached_) return;
+  StreamDelta& d = e.delta;
   const auto now = Clock::now();
-  for (auto& d : deltas) {
-    auto it = live_.find(d.request_id);
-    if (it == live_.end()) continue;
-    Channel& ch = *it->second;
-    ch.delivered_ = true;
-    const size_t n = d.token_ids.size();
-    if (n > 0) {
-      size_t gaps = n;
-      if (!ch.got_first_) {
-        metrics_.ttft.observe(std::chrono::duration<double>(now - ch.arrival_).count());
-        ch.got_first_ = true;
-        gaps = n - 1;  // tokens after the first of this delta
-        if (gaps > 0) for (size_t i = 0; i < gaps; ++i) metrics_.itl.observe(0.0);
-      } else {
-        const double per = std::chrono::duration<double>(now - ch.last_token_).count() / double(n);
-        for (size_t i = 0; i < n; ++i) metrics_.itl.observe(per);
-      }
-      ch.last_token_ = now;
-      metrics_.add_generation_tokens(int64_t(n));
-    }
-    if (d.finished) {
-      metrics_.count_finished(d.finish_reason);
-      if (d.index >= 0 && d.index < ch.n_) ch.engine_done_[size_t(d.index)] = 1;
-      const bool all = std::all_of(ch.engine_done_.begin(), ch.engine_done_.end(), [](char c) { return c != 0; });
-      if (!all) {
-        ch.push(std::move(d));
-        continue;
-      }
-      metrics_.add_prompt_tokens(d.num_prompt_tokens);
-      if (ch.got_first_) metrics_.e2e.observe(std::chrono::duration<double>(now - ch.arrival_).count());
-      auto keep = it->second;
-      live_.erase(it);
-      keep->push(std::move(d));
+  delivered_ = true;
+  const size_t n = d.token_ids.size();
+  if (n > 0) {
+    if (!got_first_) {
+      metrics_->ttft.observe(std::chrono::duration<double>(now - arrival_).count());
+      got_first_ = true;
+      for (size_t i = 1; i < n; ++i) metrics_->itl.observe(0.0);  // tokens after the first of this delta
     } else {
-      ch.push(std::move(d));
+      const double per = std::chrono::duration<double>(now - last_token_).count() / double(n);
+      for (size_t i = 0; i < n; ++i) metrics_->itl.observe(per);
+    }
+    last_token_ = now;
+    metrics_->add_generation_tokens(int64_t(n));
+  }
+  if (d.finished) {
+    metrics_->count_finished(d.finish_reason);
+    if (d.index >= 0 && d.index < n_) engine_done_[size_t(d.index)] = 1;
+    if (e.request_finished) {
+      engine_finished_ = true;
+      metrics_->add_prompt_tokens(d.num_prompt_tokens);
+      if (got_first_) metrics_->e2e.observe(std::chrono::duration<double>(now - arrival_).count());
     }
   }
+  push(std::move(d));
 }
 
-// After an engine exception the batch state is unknown: end every live request with an error
-// (a final "error" delta for streams that have output, a 500 for the others).
+void EngineLoop::prune_live() {
+  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& ch) { return ch->engine_finished_; }),
+              live_.end());
+}
+
+// After an engine exception the batch state is unknown and the engine is never stepped again:
+// end every live request with an error (a final "error" delta for streams that have output, a
+// 500 for the others).
 void EngineLoop::fail_all_live(const std::string& message) {
-  for (auto& [id, ch] : live_) {
+  prune_live();
+  for (auto& ch : live_) {
+    metrics_.count_finished("error");
+    // The engine may outlive this loop (tests share one LLM): take the request out of it, with
+    // the channel detached so the abort's events do not reach it.
+    ch->detached_ = true;
     try {
-      llm_.abort(id);
+      llm_.abort(ch->request_id_);
     } catch (...) {
     }
-    metrics_.count_finished("error");
+    ch->engine_finished_ = true;
     if (!ch->delivered_) {
       ch->fail(ApiError(500, message, "server_error", "", "engine_error"));
       continue;
@@ -210,10 +214,6 @@ void EngineLoop::fail_all_live(const std::string& message) {
     ch->end_remaining("error", message);
   }
   live_.clear();
-  try {
-    (void)llm_.take_stream_deltas();
-  } catch (...) {
-  }
 }
 
 void EngineLoop::fail_queued(const ApiError& e) {
@@ -242,28 +242,26 @@ void EngineLoop::run() {
     try {
       if (stop) {
         for (auto& ch : fresh) ch->fail(ApiError(503, "the server is shutting down", "service_unavailable"));
-        std::vector<uint64_t> ids;
-        for (auto& [id, ch] : live_) ids.push_back(id);
-        for (uint64_t id : ids) llm_.abort(id);
-        dispatch(llm_.take_stream_deltas());
-        for (auto& [id, ch] : live_) ch->end_remaining("abort", "");  // what the engine did not end
+        llm_.abort_all();  // each live request's channel gets its final "abort" events
+        prune_live();
+        for (auto& ch : live_) ch->end_remaining("abort", "");  // defensive: what the engine did not end
         live_.clear();
         publish();
         return;
       }
       for (auto& ch : fresh) admit(ch);
       for (auto& ch : aborts)
-        if (ch->in_engine_ && live_.count(ch->request_id_)) llm_.abort(ch->request_id_);
+        if (ch->in_engine_ && !ch->engine_finished_) llm_.abort(ch->request_id_);
       if (!llm_.is_finished()) {
         if (fault_after_steps_ >= 0 && steps_ >= fault_after_steps_)
           throw Error("injected engine fault after " + std::to_string(steps_) + " steps (test hook)");
-        (void)llm_.step();  // finished requests also arrive as final stream deltas
+        (void)llm_.step();  // every request has a sink (its channel): step() returns nothing here
         ++steps_;
         if (step_delay_.count() > 0) std::this_thread::sleep_for(step_delay_);
         const int bs = llm_.last_step_stats().num_seqs;
         if (bs > 0) metrics_.batch_size.observe(bs);
       }
-      dispatch(llm_.take_stream_deltas());
+      prune_live();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "nanovllm: engine error, the engine is dead: %s\n", e.what());
       dead_ = true;

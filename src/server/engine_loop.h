@@ -1,9 +1,9 @@
 // The bridge between HTTP handler threads and the (not thread-safe) engine. One engine thread
 // owns the LLM: it takes submissions (token ids: prompts are rendered and tokenized on the
 // handler threads, prompt_prep.h, never here) from a mutex-protected queue, adds them to the
-// running batch at the next step (continuous batching across HTTP requests), steps the engine
-// while there is work, and routes stream deltas to per-request Channels. When idle it sleeps
-// on a condition variable. An exception from step() leaves the batch state unknown: the loop
+// running batch at the next step (continuous batching across HTTP requests) with the request's
+// Channel as its OutputSink (the engine hands each event to it: no routing by id), and steps the
+// engine while there is work. When idle it sleeps on a condition variable. An exception from step() leaves the batch state unknown: the loop
 // ends every live request with an error and is dead from then on (submissions get 503,
 // /health answers 503), as vLLM does when its engine core dies.
 #pragma once
@@ -15,7 +15,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "nanovllm/llm.h"
@@ -33,8 +32,9 @@ struct EngineRequest {
   SamplingParams params;
 };
 
-// One request's output: the engine thread pushes, the handler thread pops.
-class Channel {
+// One request's output: the engine thread pushes (it is the request's OutputSink), the handler
+// thread pops.
+class Channel : public OutputSink {
  public:
   struct Batch {
     std::vector<StreamDelta> deltas;
@@ -45,7 +45,8 @@ class Channel {
   Batch wait(std::chrono::milliseconds timeout);
   bool done() const;
 
-  // Engine thread.
+  // Engine thread (called by the engine inside add_request / step / abort): metrics, then queued.
+  void on_event(CompletionEvent&& e) override;
   void push(StreamDelta d);
   void fail(ApiError e);
   // Engine thread: a final delta (reason, error) for every completion not yet finished.
@@ -61,12 +62,15 @@ class Channel {
 
   // Engine-thread-only state.
   EngineRequest req_;
+  ServerMetrics* metrics_ = nullptr;
   int n_ = 1;                     // completions (SamplingParams::n): done after n final deltas
   int finished_ = 0;              // final deltas pushed (under mu_)
-  std::vector<char> engine_done_;  // engine thread: index -> its final delta was routed
+  std::vector<char> engine_done_;  // engine thread: index -> its final event came
   Clock::time_point arrival_, last_token_;
   uint64_t request_id_ = 0;
   bool in_engine_ = false;
+  bool engine_finished_ = false;  // the request's last event came: the engine holds it no more
+  bool detached_ = false;         // events are ignored (the loop already ended this request)
   bool got_first_ = false;
   bool delivered_ = false;  // a delta was pushed (so a failure must arrive as a final delta)
 };
@@ -96,7 +100,7 @@ class EngineLoop {
  private:
   void run();
   void admit(const std::shared_ptr<Channel>& ch);
-  void dispatch(std::vector<StreamDelta> deltas);
+  void prune_live();
   void fail_all_live(const std::string& message);
   void fail_queued(const ApiError& e);
   void publish();
@@ -117,7 +121,10 @@ class EngineLoop {
   std::chrono::milliseconds step_delay_{0};
   int64_t steps_ = 0;
 
-  std::unordered_map<uint64_t, std::shared_ptr<Channel>> live_;  // engine thread only
+  // Requests in the engine (engine thread only; finished ones pruned after each step): what an
+  // engine failure or shutdown must still end. Not a routing table: events reach each channel
+  // as its request's sink.
+  std::vector<std::shared_ptr<Channel>> live_;
 
   mutable std::mutex snap_mu_;
   EngineSnapshot snap_;

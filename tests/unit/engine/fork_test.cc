@@ -79,7 +79,6 @@ TEST(Fork, SchedulerPrefillsOnlyTheTail) {
   sc.max_model_len = 256;
   sc.max_num_batched_tokens = 256;
   sc.enable_prefix_caching = false;
-  sc.eos_token_ids = {0};
   test::TestScheduler s(sc);
   SamplingParams p;
   p.max_tokens = 4;
@@ -94,7 +93,7 @@ TEST(Fork, SchedulerPrefillsOnlyTheTail) {
   s.block_manager().fork(*parent, *c2);
   s.add(c1);
   s.add(c2);
-  (void)s.postprocess(o, {7});
+  (void)s.postprocess(o, {7}, test::token_stops({0}, s));
   Sequence* aborted = s.finish(3, FinishReason::kAbort);  // a waiting fork: its shared blocks go
   ASSERT_TRUE(aborted);
   EXPECT_EQ(s.block_manager().block(parent->block_table[0]).ref_count, 2);

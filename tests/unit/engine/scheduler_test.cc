@@ -30,7 +30,6 @@ SchedulerConfig small_config(const std::string& policy, int blocks) {
   c.max_num_seqs = 8;
   c.max_num_batched_tokens = 4096;
   c.max_model_len = 4096;
-  c.eos_token_ids = {7};
   return c;
 }
 
@@ -39,7 +38,7 @@ std::vector<Sequence*> feed(Scheduler& s, const SchedulerOutput& o, int tok) {
   std::vector<int> toks;
   for (const auto& x : o.seqs)
     if (x.sample) toks.push_back(tok);
-  return s.postprocess(o, toks);
+  return s.postprocess(o, toks, test::token_stops({7}, s));  // EOS id 7
 }
 
 TEST(Scheduler, AddRejectsRequestsThatCanNeverRun) {

@@ -29,7 +29,6 @@ TEST(SchedulerWalkthrough, TenSequencesMaxBatchSeven) {
   cfg.max_num_seqs = 7;
   cfg.num_kvcache_blocks = 8;
   cfg.block_size = 16;
-  cfg.eos_token_ids = {0};
   test::TestScheduler sched(cfg);
   for (uint64_t id = 1; id <= 10; ++id) {
     SamplingParams p;
@@ -42,7 +41,7 @@ TEST(SchedulerWalkthrough, TenSequencesMaxBatchSeven) {
     std::vector<int> toks;
     for (const auto& s : out.seqs)
       if (s.sample) toks.push_back(next_token++);
-    return sched.postprocess(out, toks);
+    return sched.postprocess(out, toks, test::token_stops({0}, sched));
   };
 
   // Iteration 1: prefill Seq1-7 (batch limit).

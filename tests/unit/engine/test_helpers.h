@@ -6,6 +6,7 @@
 
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/stop_checker.h"
 #include "nanovllm/sampling_params.h"
 
 namespace nanovllm::test {
@@ -45,5 +46,14 @@ class TestScheduler : public Scheduler {
 };
 
 inline const char* name(FinishReason r) { return finish_reason_name(r); }
+
+// The engine decides finishes with StopChecker; scheduler tests use its token rules alone
+// (EOS ids, stop ids, min_tokens, max_tokens, the scheduler's max_seq_len).
+inline StopCheck token_stops(std::vector<int> eos_ids, const Scheduler& s) {
+  const int max_len = s.max_seq_len();
+  return [eos = std::move(eos_ids), max_len](Sequence& seq, int token, size_t) {
+    return token_stop_reason(seq, token, eos, max_len);
+  };
+}
 
 }  // namespace nanovllm::test

@@ -88,19 +88,32 @@ TEST(EngineN, SeededCompletionsAreReproducibleAndDiffer) {
     if (i > 0 && a[i].token_ids != a[0].token_ids) ++distinct;
   }
   EXPECT_GT(distinct, 0) << "four seeded streams gave one output";
-  // Streaming: n final deltas with indices, abort ends them all.
-  uint64_t id = llm.add_request_streaming(Prompt(prompt40()), sp);
+  // Streaming to a sink: n final events with indices, abort ends them all, the last one says
+  // the request is finished, and nothing else is left in the engine.
+  auto q = std::make_shared<EventQueue>();
+  uint64_t id = llm.add_request(Prompt(prompt40()), sp, q, /*stream=*/true);
   (void)llm.step();
   llm.abort(id);
-  int finals = 0;
-  for (auto& d : llm.take_stream_deltas())
-    if (d.finished) {
-      EXPECT_EQ(d.finish_reason, "abort");
+  int finals = 0, request_finished = 0;
+  std::vector<char> seen(4, 0);
+  for (auto& e : q->take()) {
+    EXPECT_EQ(e.delta.request_id, id);
+    if (e.delta.finished) {
+      EXPECT_EQ(e.delta.finish_reason, "abort");
+      ASSERT_TRUE(e.output.has_value());
+      EXPECT_EQ(e.output->index, e.delta.index);
+      seen[size_t(e.delta.index)] = 1;
       ++finals;
+    } else {
+      EXPECT_FALSE(e.output.has_value());
     }
+    request_finished += e.request_finished ? 1 : 0;
+  }
   EXPECT_EQ(finals, 4);
-  (void)llm.step();  // reports the aborted outputs
+  EXPECT_EQ(seen, std::vector<char>(4, 1));
+  EXPECT_EQ(request_finished, 1);
   EXPECT_TRUE(llm.is_finished());
+  EXPECT_TRUE(llm.step().empty());  // a request with a sink never comes back through step()
 }
 
 // Aborting a request whose completion 0 has finished still ends its other completions (they

@@ -20,9 +20,11 @@
 #   unit tests; they pin device=cpu), models (random Qwen3-0.6B-shaped bf16 and `small` bf16;
 #   stories260K from the bundle), cpu_vs_cuda, hf_compare (transformers on the same GPU and
 #   weights), eager_vs_graph, engine_e2e_cuda (the engine tests on --device cuda),
-#   attention_bench (decode attention GB/s vs the HBM read pass), gemm_bench (cuBLASLt TFLOP/s
-#   vs peak), decode_step (step wall time, graphs vs eager), bench (`nanovllm bench`: bench.py's
-#   256-sequence workload), hf_bench (transformers' continuous batching on the same workload).
+#   attention_bench (decode attention GB/s vs the HBM read pass, kernels v1 and v2), gemm_bench
+#   (cuBLASLt TFLOP/s vs peak), decode_step (step wall time, graphs vs eager), bench (`nanovllm
+#   bench`: bench.py's 256-sequence workload), bench_candidates (the same with the candidate
+#   attention kernels: NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2), hf_bench
+#   (transformers' continuous batching on the same workload).
 #
 # If the budget runs out, a second call within 30 s (the machine is still warm and keeps the
 # ignored build-gpu/ and /tmp/nanovllm-models) can run the rest, e.g. with
@@ -153,6 +155,11 @@ need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
 need bench "$NV" "$BIG/config.json" && step bench 200 \
   bash -c '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench.json"'
+# The attention kernels that are not the defaults yet (tensor-core prefill, decode v2), end to
+# end on the same workload; the summary gives their speed relative to `bench`.
+need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
+  env NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2 bash -c \
+  '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 # transformers gets what is left: it stops itself 20 s before the budget ends (after its own
 # model load and warm-up), and reports the requests finished by then.
 need hf_bench "$BIG/config.json" &&

@@ -42,7 +42,9 @@ std::vector<DecodeShape> shapes() {
     const std::string t = act == DType::BF16 ? "bf16" : "f32";
     // Qwen3-0.6B heads; few sequences (many splits), a batch (one split), long contexts.
     s.push_back({"qwen_few_" + t, act, 16, 8, 128, 16, {1, 2, 15, 16, 17, 255, 256, 257, 1500}});
-    s.push_back({"qwen_batch_" + t, act, 16, 8, 128, 256, contexts(300, 1, 700, 1)});
+    // 300 x 8 blocks: more than one wave, no split (block_size 16 keeps the cache ~50M elements).
+    s.push_back({"qwen_batch_" + t, act, 16, 8, 128, 16, contexts(300, 1, 300, 1)});
+    s.push_back({"qwen_bs256_" + t, act, 16, 8, 128, 256, {1, 255, 256, 257, 700}});
     s.push_back({"qwen_long_" + t, act, 16, 8, 128, 16, {5000, 3, 9000}});
     for (int G : {1, 3, 5, 8, 9, 16})
       s.push_back({"g" + std::to_string(G) + "_d64_" + t, act, 2 * G, 2, 64, 16,

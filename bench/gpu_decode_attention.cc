@@ -1,16 +1,22 @@
 // Decode attention (one query per sequence over a paged KV cache) against the device-memory
-// bandwidth measured in the same run.
+// bandwidth measured in the same run, for both decode kernels (CudaBackend::DecodeImpl v1 =
+// attention_decode.cu, v2 = attention_decode_v2.cu), so the faster one can be made the default.
 //
 //   bench_gpu_decode_attention [--json] [--rounds N]
 //
 // Bytes counted: the K and V rows each sequence attends to, read once (B x L x Hkv x D x 2
 // tensors x 2 bytes); q, the output and the block tables are < 1% of that. GB/s = bytes / time.
 // The ceiling: a read pass (bench/gpu_kernels.cu: 16-byte loads, 4 in flight per thread) over
-// the same number of bytes, timed in rounds alternating with the attention (so both see the same
-// clocks); ratio = read-pass time / attention time, medians over rounds. Also reported: a
-// device-to-device cudaMemcpy (bytes read + written) and the datasheet bandwidth from the clocks.
-// Before timing, each case is checked against a float64 reference on two sequences (max
-// |out - ref| / max |ref| <= 2e-2, bf16 output) with the output poisoned (NaN) first.
+// the same number of bytes, timed in rounds alternating with the two kernels (so all three see
+// the same clocks); ratio = read-pass time / attention time, medians over rounds. Also reported:
+// a device-to-device cudaMemcpy (bytes read + written) and the datasheet bandwidth from the
+// clocks. Before timing, each kernel is checked against a float64 reference on two sequences
+// (max |out - ref| / max |ref| <= 2e-2, bf16 output) with the output poisoned (NaN) first.
+//
+// JSON: one row per case with the shared fields (B, L, heads, kv_bytes, read_pass_gbs), then
+// "v1" and "v2" objects (attention_us, attention_gbs, ratio_vs_read_pass, ratio_vs_spec,
+// max_rel_err, finite, correct) and v2_speedup = v1 time / v2 time. "headline" is the first
+// case (Qwen3-0.6B, B = 256, L = 1024); "batch_sweep" the Qwen3-0.6B cases at L = 1024.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -20,6 +26,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,11 +46,17 @@ struct Case {
 };
 
 // Qwen3-0.6B's attention shape (16 q heads, 8 KV heads, head_dim 128) at the bench.py
-// workload's batch (256) and typical contexts, plus other GQA ratios / head_dims / block sizes.
+// workload's batch (256) and typical contexts, plus other GQA ratios / head_dims / block sizes,
+// then the same shape at L = 1024 over batch sizes where few blocks per SM exist (1 .. 115).
 const Case kCases[] = {
     {256, 1024, 16, 8, 128, 256}, {256, 512, 16, 8, 128, 256}, {64, 4096, 16, 8, 128, 256},
-    {256, 1024, 32, 8, 128, 256}, {256, 1024, 16, 8, 64, 256}, {256, 1024, 16, 8, 128, 16},
+    {256, 1024, 32, 8, 128, 256}, {256, 1024, 16, 8, 64, 256},  {256, 1024, 16, 8, 128, 16},
+    {1, 1024, 16, 8, 128, 256},   {8, 1024, 16, 8, 128, 256},   {33, 1024, 16, 8, 128, 256},
+    {64, 1024, 16, 8, 128, 256},  {115, 1024, 16, 8, 128, 256},
 };
+
+using Impl = cuda::CudaBackend::DecodeImpl;
+const std::pair<Impl, const char*> kImpls[] = {{Impl::kV1, "v1"}, {Impl::kV2, "v2"}};
 
 std::vector<float> to_host_f32(cuda::CudaBackend& be, const void* p, int64_t n) {
   std::vector<uint16_t> raw(static_cast<size_t>(n));
@@ -136,26 +149,48 @@ nlohmann::json run_case(cuda::CudaBackend& be, const Case& c, const Tensor& read
   BatchTensors bt = be.upload_batch(hb);
   AttentionParams p{c.Hq, c.Hkv, c.D, float(1.0 / std::sqrt(double(c.D)))};
 
-  CUDA_CHECK(cudaMemsetAsync(out.raw(), 0xff, size_t(out.numel()) * 2, s));  // NaN
-  be.attention(qkv, kc, vc, bt, p, out);
-  bool finite = true;
-  const double err = check_against_reference(be, c, qkv, kc, vc, out, hb.block_tables, stride, &finite);
+  const Impl saved = be.decode_impl();
+  nlohmann::json row = {{"B", c.B}, {"L", c.L}, {"Hq", c.Hq}, {"Hkv", c.Hkv}, {"D", c.D},
+                        {"block_size", c.block_size}};
+  for (const auto& [impl, name] : kImpls) {
+    be.set_decode_impl(impl);
+    CUDA_CHECK(cudaMemsetAsync(out.raw(), 0xff, size_t(out.numel()) * 2, s));  // NaN
+    be.attention(qkv, kc, vc, bt, p, out);
+    bool finite = true;
+    const double err =
+        check_against_reference(be, c, qkv, kc, vc, out, hb.block_tables, stride, &finite);
+    row[name] = {{"max_rel_err", err}, {"finite", finite}, {"correct", finite && err <= 2e-2}};
+  }
 
+  // Rounds alternate v1, v2 and the read pass, so the three see the same clocks.
   const int64_t kv_bytes = int64_t(c.B) * c.L * c.Hkv * c.D * 2 * 2;
   const int grid = read_pass_grid(be.num_sms());
-  std::vector<double> att, rd;
+  std::vector<double> att[2], rd;
   for (int r = 0; r < rounds; ++r) {
-    att.push_back(median_ms(s, 1, 5, [&] { be.attention(qkv, kc, vc, bt, p, out); }));
+    for (int i = 0; i < 2; ++i) {
+      be.set_decode_impl(kImpls[i].first);
+      att[i].push_back(median_ms(s, 1, 5, [&] { be.attention(qkv, kc, vc, bt, p, out); }));
+    }
     rd.push_back(median_ms(s, 1, 5, [&] { launch_read_pass(read_buf.raw(), kv_bytes, sink, grid, s); }));
   }
-  std::sort(att.begin(), att.end());
-  std::sort(rd.begin(), rd.end());
-  const double att_ms = att[att.size() / 2], rd_ms = rd[rd.size() / 2];
-  return {{"B", c.B}, {"L", c.L}, {"Hq", c.Hq}, {"Hkv", c.Hkv}, {"D", c.D},
-          {"block_size", c.block_size}, {"kv_bytes", kv_bytes}, {"attention_us", att_ms * 1e3},
-          {"attention_gbs", kv_bytes / att_ms / 1e6}, {"read_pass_gbs", kv_bytes / rd_ms / 1e6},
-          {"ratio_vs_read_pass", rd_ms / att_ms}, {"max_rel_err", err}, {"finite", finite},
-          {"correct", finite && err <= 2e-2}};
+  be.set_decode_impl(saved);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double rd_ms = median(rd);
+  row["kv_bytes"] = kv_bytes;
+  row["read_pass_gbs"] = kv_bytes / rd_ms / 1e6;
+  double ms[2];
+  for (int i = 0; i < 2; ++i) {
+    ms[i] = median(att[i]);
+    nlohmann::json& r = row[kImpls[i].second];
+    r["attention_us"] = ms[i] * 1e3;
+    r["attention_gbs"] = kv_bytes / ms[i] / 1e6;
+    r["ratio_vs_read_pass"] = rd_ms / ms[i];
+  }
+  row["v2_speedup"] = ms[0] / ms[1];
+  return row;
 }
 
 }  // namespace
@@ -192,19 +227,32 @@ int main(int argc, char** argv) {
                         {"read_pass_gbs", max_bytes / read_ms / 1e6},
                         {"d2d_copy_gbs", 2.0 * max_bytes / copy_ms / 1e6}, {"cases", nlohmann::json::array()}};
     bool ok = true;
+    j["batch_sweep"] = nlohmann::json::array();
     for (const Case& c : kCases) {
       nlohmann::json r = run_case(be, c, read_buf, sk, rounds);
-      r["ratio_vs_spec"] = r["attention_gbs"].get<double>() / f.spec_hbm_gbs;
-      ok = ok && r["correct"].get<bool>();
+      for (const auto& [impl, name] : kImpls) {
+        nlohmann::json& k = r[name];
+        k["ratio_vs_spec"] = k["attention_gbs"].get<double>() / f.spec_hbm_gbs;
+        ok = ok && k["correct"].get<bool>();
+        if (!json)
+          std::printf("%s B %3d L %5d Hq %2d Hkv %d D %3d bs %3d: %8.1f us %7.0f GB/s = %.2f of the "
+                      "read pass (%.0f GB/s), %.2f of spec; rel err %.1e%s\n",
+                      name, c.B, c.L, c.Hq, c.Hkv, c.D, c.block_size, k["attention_us"].get<double>(),
+                      k["attention_gbs"].get<double>(), k["ratio_vs_read_pass"].get<double>(),
+                      r["read_pass_gbs"].get<double>(), k["ratio_vs_spec"].get<double>(),
+                      k["max_rel_err"].get<double>(), k["correct"].get<bool>() ? "" : "  WRONG");
+      }
+      if (c.L == 1024 && c.Hq == 16 && c.Hkv == 8 && c.D == 128 && c.block_size == 256)
+        j["batch_sweep"].push_back({{"B", c.B},
+                                    {"v1_gbs", r["v1"]["attention_gbs"]},
+                                    {"v1_ratio_vs_read_pass", r["v1"]["ratio_vs_read_pass"]},
+                                    {"v2_gbs", r["v2"]["attention_gbs"]},
+                                    {"v2_ratio_vs_read_pass", r["v2"]["ratio_vs_read_pass"]},
+                                    {"v2_speedup", r["v2_speedup"]}});
       j["cases"].push_back(r);
-      if (!json)
-        std::printf("B %3d L %5d Hq %2d Hkv %d D %3d bs %3d: %8.1f us %7.0f GB/s = %.2f of the read pass "
-                    "(%.0f GB/s), %.2f of spec; rel err %.1e%s\n",
-                    c.B, c.L, c.Hq, c.Hkv, c.D, c.block_size, r["attention_us"].get<double>(),
-                    r["attention_gbs"].get<double>(), r["ratio_vs_read_pass"].get<double>(),
-                    r["read_pass_gbs"].get<double>(), r["ratio_vs_spec"].get<double>(),
-                    r["max_rel_err"].get<double>(), r["correct"].get<bool>() ? "" : "  WRONG");
     }
+    std::sort(j["batch_sweep"].begin(), j["batch_sweep"].end(),
+              [](const nlohmann::json& x, const nlohmann::json& y) { return x["B"] < y["B"]; });
     j["headline"] = j["cases"][0];
     if (json) std::printf("%s\n", j.dump().c_str());
     else

@@ -20,9 +20,10 @@
 #   sm_90, ninja), gpu_tests (the CUDA op tests and the backend conformance table, one process
 #   per suite by tests/gpu/run_gpu_suites.py: a device fault fails its own suite only, and the
 #   first failing suite is rerun under compute-sanitizer), attention_bench (decode attention
-#   GB/s vs the HBM read pass), gemm_bench (cuBLASLt TFLOP/s vs peak), models (random
+#   GB/s vs the HBM read pass, kernels v1 and v2), gemm_bench (cuBLASLt TFLOP/s vs peak), models (random
 #   Qwen3-0.6B-shaped bf16 and `small` bf16; stories260K from the bundle), bench (`nanovllm
-#   bench`: bench.py's 256-sequence workload), decode_step (step wall time, graphs vs eager),
+#   bench`: bench.py's 256-sequence workload), bench_candidates (the same with the candidate
+#   attention kernels: NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2), decode_step (step wall time, graphs vs eager),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), eager_vs_graph, engine_e2e_cuda (the engine
 #   tests on --device cuda), hf_bench (transformers' continuous batching on the same workload:
@@ -154,6 +155,11 @@ need models "$NV" && step models 150 bash -c 'set -e; mkdir -p "$MODELS"
   du -sh "$BIG" "$SMALL" | tr "\n" " "; echo'
 need bench "$NV" "$BIG/config.json" && step bench 200 \
   bash -c '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench.json"'
+# The attention kernels that are not the defaults yet (tensor-core prefill, decode v2), end to
+# end on the same workload; the summary gives their speed relative to `bench`.
+need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
+  env NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2 bash -c \
+  '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
 

@@ -32,6 +32,9 @@ struct BackendOptions {
   // CUDA prefill attention kernel: simple (CUDA cores, fp32) | tc (tensor cores)
   // (NANOVLLM_CUDA_PREFILL).
   std::string cuda_prefill = "simple";
+  // CUDA decode attention kernel: v1 | v2 (lanes split each key row, vectorized K/V, splits
+  // from the occupancy API; falls back to v1 for shapes it lacks) (NANOVLLM_CUDA_DECODE).
+  std::string cuda_decode = "v1";
 
   // Throws nanovllm::Error naming the field and the allowed values.
   void validate() const;

@@ -111,7 +111,8 @@ std::vector<Field<BackendOptions>> backend_fields() {
           field(o, "cpu_weight_copy", &B::cpu_weight_copy),
           linear_path,
           field(o, "isa", &B::isa),
-          field(o, "cuda_prefill", &B::cuda_prefill)};
+          field(o, "cuda_prefill", &B::cuda_prefill),
+          field(o, "cuda_decode", &B::cuda_decode)};
 }
 
 // Config.backend holds a copy: assign a whole BackendOptions (cfg.backend = BackendOptions(...)).
@@ -212,7 +213,7 @@ void bind_params(py::module_& m) {
       m, "BackendOptions",
       "How the backend runs its kernels: BackendOptions(num_threads=0, spin_us=2000, "
       "adaptive_threads=True, cpu_weight_copy=True, linear_path='auto', isa='', "
-      "cuda_prefill='simple'). Config.backend's defaults come from the NANOVLLM_* environment.",
+      "cuda_prefill='simple', cuda_decode='v1'). Config.backend's defaults come from the NANOVLLM_* environment.",
       backend_fields());
   bind_struct<Config>(m, "Config",
                       "Engine configuration (nano-vLLM's field names and defaults, plus "

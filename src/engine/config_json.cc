@@ -11,7 +11,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(LinearPath, {{LinearPath::kAuto, "auto"},
                                           {LinearPath::kBlas, "blas"},
                                           {LinearPath::kOnednn, "onednn"}})
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BackendOptions, num_threads, spin_us, adaptive_threads,
-                                   cpu_weight_copy, linear_path, isa, cuda_prefill)
+                                   cpu_weight_copy, linear_path, isa, cuda_prefill,
+                                   cuda_decode)
 
 // Every field of Config (include/nanovllm/config.h); a field added there must be added here
 // (tp_rules_test round-trips a Config with every field changed).
@@ -27,8 +28,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Config, model, max_num_batched_tokens, max_nu
 // Trips when Config gains a field (x86-64 libstdc++ layout): add it to the list above (workers
 // would silently run with its default otherwise) and to ConfigJson.RoundTripsEveryField, then
 // update the size.
-static_assert(sizeof(Config) == 432, "Config changed: update the JSON field list above");
-static_assert(sizeof(BackendOptions) == 80, "BackendOptions changed: update its JSON field list");
+static_assert(sizeof(Config) == 464, "Config changed: update the JSON field list above");
+static_assert(sizeof(BackendOptions) == 112, "BackendOptions changed: update its JSON field list");
 #endif
 
 std::string config_to_json(const Config& c) { return nlohmann::json(c).dump(); }

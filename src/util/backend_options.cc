@@ -43,6 +43,9 @@ void BackendOptions::validate() const {
   NV_CHECK(cuda_prefill == "simple" || cuda_prefill == "tc",
            "CUDA prefill kernel (NANOVLLM_CUDA_PREFILL) must be 'simple' or 'tc', got '",
            cuda_prefill, "'");
+  NV_CHECK(cuda_decode == "v1" || cuda_decode == "v2",
+           "CUDA decode kernel (NANOVLLM_CUDA_DECODE) must be 'v1' or 'v2', got '", cuda_decode,
+           "'");
 }
 
 BackendOptions backend_options_from_env() {
@@ -53,6 +56,7 @@ BackendOptions backend_options_from_env() {
   o.cpu_weight_copy = env_flag("NANOVLLM_CPU_WEIGHT_COPY", o.cpu_weight_copy);
   if (const char* v = env("NANOVLLM_ISA")) o.isa = v;
   if (const char* v = env("NANOVLLM_CUDA_PREFILL")) o.cuda_prefill = v;
+  if (const char* v = env("NANOVLLM_CUDA_DECODE")) o.cuda_decode = v;
   o.validate();
   return o;
 }

@@ -190,9 +190,9 @@ std::string tag(const AttnSpec& s) {
 }
 
 void add(std::vector<Case>& out, const std::string& name, AttnSpec s) {
-  const bool prefill = !s.decode;
+  const bool prefill = !s.decode, decode = s.decode;
   out.push_back({"attention_" + name + tag(s), prefill,
-                 [s = std::move(s)](Harness& hx) { attention_case(hx, s); }});
+                 [s = std::move(s)](Harness& hx) { attention_case(hx, s); }, decode});
 }
 
 // Decode sequences with these context lengths (cached = ctx - 1).

@@ -72,6 +72,7 @@ struct Case {
   std::string name;  // [A-Za-z0-9_], unique: the gtest parameter name
   bool prefill_attention = false;  // CUDA also runs it with the tensor-core prefill kernel
   std::function<void(Harness&)> run;
+  bool decode_attention = false;  // a decode-only batch: CUDA runs it with both decode kernels
 };
 
 // The whole table (cases_*.cc) for a backend whose activation dtype is `act` (it only decides

@@ -73,7 +73,14 @@ def fmt_greedy(r):
     return f"greedy {r['identical']}/{n} same" + (f" {bad} BAD" if bad else "")
 
 
-def result_line(name, data, log_text):
+def attention_kernels(case):
+    """[(kernel, figures)] of one attention_bench case: the "v1" / "v2" objects, or the case
+    itself for a JSON written before there were two decode kernels."""
+    found = [(k, case[k]) for k in ("v1", "v2") if isinstance(case.get(k), dict)]
+    return found or [("v1", case)]
+
+
+def result_line(name, data, log_text, all_data=None):
     """The RESULT column of one step."""
     if name in ("gpu_tests", "unit_tests", "engine_e2e_cuda"):
         return test_counts(log_text)
@@ -93,9 +100,16 @@ def result_line(name, data, log_text):
                 + ("; " + "; ".join(data["problems"]) if data.get("problems") else ""))
     if name == "attention_bench":
         h = data["headline"]
-        return (f"B{h['B']} L{h['L']} D{h['D']}: {h['attention_gbs']:.0f} GB/s = "
-                f"{h['ratio_vs_read_pass']:.2f} of the read pass ({h['read_pass_gbs']:.0f} GB/s; "
-                f"spec {data['spec_hbm_gbs']:.0f})")
+        kernels = ", ".join(f"{k} {f['attention_gbs']:.0f} GB/s = {f['ratio_vs_read_pass']:.2f}"
+                            for k, f in attention_kernels(h))
+        line = (f"B{h['B']} L{h['L']} D{h['D']}: {kernels} of the read pass "
+                f"({h['read_pass_gbs']:.0f} GB/s; spec {data['spec_hbm_gbs']:.0f})")
+        sweep = data.get("batch_sweep")
+        if sweep:
+            line += "; ratio v1/v2 by batch: " + ", ".join(
+                f"B{r['B']} {r['v1_ratio_vs_read_pass']:.2f}/{r['v2_ratio_vs_read_pass']:.2f}"
+                for r in sweep)
+        return line
     if name == "gemm_bench":
         return (f"ceiling {data['ceiling_tflops']:.0f} TFLOP/s = "
                 f"{data['ceiling_ratio_vs_spec_peak']:.2f} of {data['spec_bf16_tflops']:.0f} "
@@ -109,6 +123,13 @@ def result_line(name, data, log_text):
     if name == "bench":
         return (f"{data['output_tokens_per_s']:.0f} out tok/s ({data['output_tokens']} tok, "
                 f"{data['seconds']:.1f} s, {data.get('preemptions', '?')} preemptions)")
+    if name == "bench_candidates":
+        base = (all_data or {}).get("bench") or {}
+        line = (f"{data['output_tokens_per_s']:.0f} out tok/s with tc prefill + v2 decode "
+                f"({data['output_tokens']} tok, {data['seconds']:.1f} s)")
+        if base.get("output_tokens_per_s"):
+            line += f"; {data['output_tokens_per_s'] / base['output_tokens_per_s']:.3f}x the defaults"
+        return line
     if name == "hf_bench":
         if "error" in data:
             return f"error: {data['error'][:150]}"
@@ -120,13 +141,16 @@ def result_line(name, data, log_text):
 def headline(data, model_cfg):
     """The figures issue 13 asks for, with their ratios."""
     h = {}
-    att, gemm, bench, hf = (data.get(k) for k in ("attention_bench", "gemm_bench", "bench", "hf_bench"))
+    att, gemm, bench, hf, cand = (data.get(k) for k in ("attention_bench", "gemm_bench", "bench",
+                                                         "hf_bench", "bench_candidates"))
     if att:
         h["device"] = att.get("device")
         h["hbm_read_pass_gbs"] = att.get("read_pass_gbs")
         h["spec_hbm_gbs"] = att.get("spec_hbm_gbs")
-        h["decode_attention_gbs"] = att["headline"]["attention_gbs"]
-        h["decode_attention_ratio_vs_read_pass"] = att["headline"]["ratio_vs_read_pass"]
+        for k, f in attention_kernels(att["headline"]):  # v1 keeps the old key names
+            tag = "" if k == "v1" else "_" + k
+            h[f"decode_attention{tag}_gbs"] = f["attention_gbs"]
+            h[f"decode_attention{tag}_ratio_vs_read_pass"] = f["ratio_vs_read_pass"]
     if gemm:
         h["gemm_ceiling_tflops"] = gemm["ceiling_tflops"]
         h["gemm_ceiling_ratio_vs_peak"] = gemm["ceiling_ratio_vs_spec_peak"]
@@ -139,6 +163,10 @@ def headline(data, model_cfg):
             h["roofline_tok_s"] = roof
             h["roofline_bandwidth_gbs"] = bw
             h["ratio_vs_roofline"] = bench["output_tokens_per_s"] / roof
+    if cand and "output_tokens_per_s" in cand:
+        h["candidates_output_tok_s"] = cand["output_tokens_per_s"]
+        if bench and bench.get("output_tokens_per_s"):
+            h["candidates_vs_defaults"] = cand["output_tokens_per_s"] / bench["output_tokens_per_s"]
     if hf and "output_tokens_per_s" in hf:
         h["transformers_tok_s"] = hf["output_tokens_per_s"]
         h["transformers_partial"] = hf.get("partial")
@@ -187,7 +215,7 @@ def build(steps_path, logdir, model_dir, resume_path=None):
             except OSError:
                 log_text = ""
             try:
-                result = result_line(name, d, log_text)
+                result = result_line(name, d, log_text, data)  # earlier steps: bench
             except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
                 result = f"(unreadable result: {type(e).__name__} {e})"
             data[name] = d

@@ -182,21 +182,27 @@ class Summary(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             steps = os.path.join(d, "steps.tsv")
             with open(steps, "w") as f:
-                f.write("build\tPASS\t60\tdone\nbench\tPASS\t30\tok\nhf_bench\tPASS\t90\tok\n"
-                        "attention_bench\tPASS\t20\tok\ngpu_tests\tFAIL(1)\t5\tx\n")
+                f.write("build\tPASS\t60\tdone\nbench\tPASS\t30\tok\nbench_candidates\tPASS\t30\tok\n"
+                        "hf_bench\tPASS\t90\tok\nattention_bench\tPASS\t20\tok\ngpu_tests\tFAIL(1)\t5\tx\n")
             with open(os.path.join(d, "gpu_tests.log"), "w") as f:
                 f.write("[  PASSED  ] 7 tests.\n[  FAILED  ] 1 test, listed below:\n")
             with open(os.path.join(d, "bench.json"), "w") as f:
                 f.write("warm-up line\n" + json.dumps({"output_tokens_per_s": 10000.0, "output_tokens": 133966,
                                                       "seconds": 13.4, "num_seqs": 256}) + "\n")
+            with open(os.path.join(d, "bench_candidates.json"), "w") as f:
+                json.dump({"output_tokens_per_s": 11000.0, "output_tokens": 133966, "seconds": 12.2,
+                           "num_seqs": 256}, f)
             with open(os.path.join(d, "hf_bench.json"), "w") as f:
                 json.dump({"output_tokens_per_s": 2500.0, "engine": "transformers 5.17.0", "finished": 256,
                            "num_seqs": 256, "partial": False}, f)
-            case = {"B": 256, "L": 1024, "D": 128, "attention_gbs": 2400.0, "ratio_vs_read_pass": 0.8,
-                    "read_pass_gbs": 3000.0}
+            case = {"B": 256, "L": 1024, "D": 128, "read_pass_gbs": 3000.0,
+                    "v1": {"attention_gbs": 2400.0, "ratio_vs_read_pass": 0.8},
+                    "v2": {"attention_gbs": 2700.0, "ratio_vs_read_pass": 0.9}, "v2_speedup": 1.125}
+            sweep = [{"B": 1, "v1_ratio_vs_read_pass": 0.05, "v2_ratio_vs_read_pass": 0.07},
+                     {"B": 256, "v1_ratio_vs_read_pass": 0.8, "v2_ratio_vs_read_pass": 0.9}]
             with open(os.path.join(d, "attention_bench.json"), "w") as f:
                 json.dump({"device": "NVIDIA H100", "read_pass_gbs": 3000.0, "spec_hbm_gbs": 3350.0,
-                           "headline": case, "cases": [case]}, f)
+                           "headline": case, "cases": [case], "batch_sweep": sweep}, f)
             mdir = os.path.join(d, "m")
             os.mkdir(mdir)
             with open(os.path.join(mdir, "config.json"), "w") as f:
@@ -209,9 +215,23 @@ class Summary(unittest.TestCase):
             roof = bench_workload.roofline_tokens_per_s(QWEN3_06B, prompts, max_tokens, 3000e9)
             self.assertAlmostEqual(h["ratio_vs_roofline"], 10000.0 / roof)
             text = gpu_summary.table(s)
-            self.assertIn("0.80 of the read pass", text)
+            self.assertIn("v1 2400 GB/s = 0.80, v2 2700 GB/s = 0.90 of the read pass", text)
+            self.assertIn("ratio v1/v2 by batch: B1 0.05/0.07, B256 0.80/0.90", text)
+            self.assertAlmostEqual(h["decode_attention_gbs"], 2400.0)
+            self.assertAlmostEqual(h["decode_attention_v2_ratio_vs_read_pass"], 0.9)
             self.assertIn("7 passed, 1 failed", text)
             self.assertIn("10000 out tok/s", text)
+            self.assertIn("11000 out tok/s with tc prefill + v2 decode (133966 tok, 12.2 s); 1.100x the defaults",
+                          text)
+            self.assertAlmostEqual(h["candidates_vs_defaults"], 1.1)
+
+
+    def test_attention_bench_from_before_two_kernels(self):
+        case = {"B": 256, "L": 1024, "D": 128, "attention_gbs": 2400.0, "ratio_vs_read_pass": 0.8,
+                "read_pass_gbs": 3000.0}
+        data = {"read_pass_gbs": 3000.0, "spec_hbm_gbs": 3350.0, "headline": case, "cases": [case]}
+        self.assertEqual(gpu_summary.result_line("attention_bench", data, ""),
+                         "B256 L1024 D128: v1 2400 GB/s = 0.80 of the read pass (3000 GB/s; spec 3350)")
 
     def test_resume_carries_passed_steps(self):
         """A second gpu-check call skips what PASSED in the first one and keeps its figures."""

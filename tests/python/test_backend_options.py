@@ -12,12 +12,13 @@ def test_defaults_come_from_the_environment():
     assert b.num_threads == int(os.environ.get("NANOVLLM_NUM_THREADS", "0"))
     d = BackendOptions()
     assert (d.num_threads, d.spin_us, d.adaptive_threads, d.cpu_weight_copy) == (0, 2000, True, True)
-    assert (d.linear_path, d.isa, d.cuda_prefill) == ("auto", "", "simple")
+    assert (d.linear_path, d.isa, d.cuda_prefill, d.cuda_decode) == ("auto", "", "simple", "v1")
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [
     (dict(linear_path="fastest"), ValueError, r"linear_path must be auto \| streaming \| blas \| onednn, got 'fastest'"),
     (dict(cuda_prefill="wmma"), ValueError, r"'simple' or 'tc', got 'wmma'"),
+    (dict(cuda_decode="v3"), ValueError, r"'v1' or 'v2', got 'v3'"),
     (dict(isa="avx9"), ValueError, r"avxvnni \| avx2 \| scalar, got 'avx9'"),
     (dict(spin_us=-1), ValueError, r"spin_us must be >= 0, got -1"),
     (dict(cpu_weight_copy="no"), TypeError, r"cpu_weight_copy"),

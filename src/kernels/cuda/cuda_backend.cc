@@ -41,6 +41,7 @@ CudaBackend::CudaBackend(int device_id, const BackendOptions& options) : device_
   CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
   options.validate();
   prefill_impl_ = options.cuda_prefill == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
+  decode_impl_ = options.cuda_decode == "v2" ? DecodeImpl::kV2 : DecodeImpl::kV1;
   alloc_ = std::make_shared<DeviceAllocator>(device_);
   gemm_ = std::make_unique<Gemm>(stream_);
 }
@@ -231,9 +232,14 @@ void CudaBackend::attention_impl(const Tensor& qkv, const Tensor& k_cache, const
   a.scale = p.scale;
   a.act = qkv.dtype();
   if (batch.decode_only && batch.max_seqlen_q == 1) {
-    const int64_t nf = decode_partials_floats(a, num_sms_);
+    // Each kernel sizes its own partials (v2's split count comes from its occupancy).
+    const bool v2 = decode_impl_ == DecodeImpl::kV2;
+    const int64_t nf =
+        v2 ? decode_v2_partials_floats(a, num_sms_) : decode_partials_floats(a, num_sms_);
     Tensor partials = nf > 0 ? empty({nf}, DType::F32) : Tensor();
-    launch_attention_decode(a, nf > 0 ? partials.data<float>() : nullptr, num_sms_, stream_);
+    float* pp = nf > 0 ? partials.data<float>() : nullptr;
+    if (v2) launch_attention_decode_v2(a, pp, num_sms_, stream_);
+    else launch_attention_decode(a, pp, num_sms_, stream_);
   } else if (prefill_impl_ == PrefillImpl::kTensorCore && attention_prefill_tc_supported(a)) {
     launch_attention_prefill_tc(a, stream_);
   } else {

@@ -48,6 +48,13 @@ class CudaBackend : public Backend {
   void set_prefill_impl(PrefillImpl impl) { prefill_impl_ = impl; }
   PrefillImpl prefill_impl() const { return prefill_impl_; }
 
+  // Decode attention kernel: v1 (attention_decode.cu) or v2 (attention_decode_v2.cu; falls back
+  // to v1 for the shapes it lacks). Initially BackendOptions::cuda_decode. Both have the same
+  // contract; a graph captured with one replays that one.
+  enum class DecodeImpl { kV1, kV2 };
+  void set_decode_impl(DecodeImpl impl) { decode_impl_ = impl; }
+  DecodeImpl decode_impl() const { return decode_impl_; }
+
   cudaStream_t stream() const { return stream_; }
   int device_id() const { return device_; }
   int num_sms() const { return num_sms_; }
@@ -92,6 +99,7 @@ class CudaBackend : public Backend {
   size_t pinned_bytes_ = 0;
   cudaEvent_t staged_ = nullptr;  // recorded after each copy out of pinned_
   PrefillImpl prefill_impl_ = PrefillImpl::kSimple;
+  DecodeImpl decode_impl_ = DecodeImpl::kV1;
 };
 
 }  // namespace nanovllm::cuda

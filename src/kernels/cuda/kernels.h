@@ -75,5 +75,13 @@ void launch_attention_prefill_tc(const AttentionArgs& a, cudaStream_t s);
 // be null when that is 0).
 int64_t decode_partials_floats(const AttentionArgs& a, int num_sms);
 void launch_attention_decode(const AttentionArgs& a, float* partials, int num_sms, cudaStream_t s);
+// The same op with the v2 kernel (attention_decode_v2.cu: lanes split each key row, 16-byte K/V
+// loads, register double buffering, splits from the occupancy API). It runs where
+// attention_decode_v2_supported(a) (bf16 / f32, head_dim 64 / 128, 16-byte aligned caches) and
+// falls back to v1 otherwise; decode_v2_partials_floats sizes the partials of whichever runs.
+bool attention_decode_v2_supported(const AttentionArgs& a);
+int64_t decode_v2_partials_floats(const AttentionArgs& a, int num_sms);
+void launch_attention_decode_v2(const AttentionArgs& a, float* partials, int num_sms,
+                                cudaStream_t s);
 
 }  // namespace nanovllm::cuda

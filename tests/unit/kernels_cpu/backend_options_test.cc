@@ -85,6 +85,14 @@ TEST(BackendOptions, BadOptionsAreClearErrors) {
         << e.what();
   }
   o = BackendOptions{};
+  o.cuda_decode = "v3";
+  try {
+    make_cpu_backend(1, o);
+    FAIL() << "accepted cuda_decode 'v3'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'v1' or 'v2', got 'v3'"), std::string::npos) << e.what();
+  }
+  o = BackendOptions{};
   o.isa = cpu_isa_cap() == "scalar" ? "avx2" : "scalar";  // not the process's cap
   try {
     make_cpu_backend(1, o);

@@ -14,7 +14,7 @@ using namespace nanovllm;
 namespace {
 const char* const kVars[] = {"NANOVLLM_NUM_THREADS", "NANOVLLM_SPIN_US",
                              "NANOVLLM_ADAPTIVE_THREADS", "NANOVLLM_CPU_WEIGHT_COPY",
-                             "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL"};
+                             "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL", "NANOVLLM_CUDA_DECODE"};
 
 // Saves the variables, clears them, and restores them at the end of the test.
 class EnvGuard {
@@ -60,6 +60,7 @@ TEST(BackendOptionsEnv, UnsetGivesTheStructDefaults) {
   EXPECT_EQ(e.linear_path, LinearPath::kAuto);
   EXPECT_EQ(e.isa, "");
   EXPECT_EQ(e.cuda_prefill, "simple");
+  EXPECT_EQ(e.cuda_decode, "v1");
 }
 
 TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
@@ -70,6 +71,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   setenv("NANOVLLM_CPU_WEIGHT_COPY", "0", 1);
   setenv("NANOVLLM_ISA", "avx2", 1);
   setenv("NANOVLLM_CUDA_PREFILL", "tc", 1);
+  setenv("NANOVLLM_CUDA_DECODE", "v2", 1);
   const Config c;  // Config::backend's default comes from the environment
   EXPECT_EQ(c.backend.num_threads, 3);
   EXPECT_EQ(c.backend.spin_us, 0);
@@ -77,6 +79,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   EXPECT_FALSE(c.backend.cpu_weight_copy);
   EXPECT_EQ(c.backend.isa, "avx2");
   EXPECT_EQ(c.backend.cuda_prefill, "tc");
+  EXPECT_EQ(c.backend.cuda_decode, "v2");
 }
 
 TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
@@ -89,5 +92,7 @@ TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
   EXPECT_NE(error_of("NANOVLLM_ISA", "avx9").find("avxvnni | avx2 | scalar, got 'avx9'"),
             std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_CUDA_PREFILL", "wmma").find("got 'wmma'"), std::string::npos);
+  EXPECT_NE(error_of("NANOVLLM_CUDA_DECODE", "v3").find("NANOVLLM_CUDA_DECODE) must be 'v1' or 'v2', got 'v3'"),
+            std::string::npos);
   EXPECT_EQ(error_of("NANOVLLM_NUM_THREADS", "8"), "accepted");
 }

@@ -3,6 +3,7 @@
 // scheduling policies must not change what is generated.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>

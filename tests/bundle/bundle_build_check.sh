@@ -44,7 +44,11 @@ fail() { echo "FAIL [$SUITE]: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (chroot + mount namespace)"
 NVCC="$(command -v nvcc || true)"; [ -n "$NVCC" ] || NVCC=/usr/local/cuda/bin/nvcc
 [ -x "$NVCC" ] || skip "no nvcc (CUDA toolkit) on this machine"
-CUDA_HOME="$(realpath "$(dirname "$(realpath "$NVCC")")/..")"
+# The toolkit's root as nvcc reports it ($NVCC may be a wrapper script elsewhere).
+CUDA_HOME="$("$NVCC" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$ TOP=//p' | head -1)" || true
+[ -n "$CUDA_HOME" ] && [ -x "$CUDA_HOME/bin/nvcc" ] || skip "$NVCC does not work (no CUDA toolkit root from nvcc --dryrun)"
+CUDA_HOME="$(realpath "$CUDA_HOME")"
+NVCC="$CUDA_HOME/bin/nvcc"
 command -v unshare >/dev/null && command -v chroot >/dev/null || fail "unshare/chroot missing (util-linux, coreutils)"
 command -v mmdebstrap >/dev/null || fail "mmdebstrap missing: run scripts/deps.sh"
 unshare --mount --propagation private true 2>/dev/null ||

@@ -4,7 +4,8 @@
 # under the build folder and CMake looks only there for the libraries (static .a; the dangling
 # .so links of the -dev packages are removed, so nothing needs a shared library at run time).
 # Used by scripts/gpu-check.sh on the GPU machine and by the bundle check of `make test`
-# (tests/bundle/bundle_build_check.sh, in a chroot without the -dev packages).
+# (tests/bundle/bundle_build_check.sh, in chroots without the -dev packages: Debian bookworm
+# with GCC 12 / CMake 3.25 and trixie with GCC 14 / CMake 3.31).
 #
 #   scripts/gpu-build.sh [--bundle DIR] [--build DIR] [--arch 90] [--jobs N]
 #                        [--configure-only] [--keep-going] [TARGET...]

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 

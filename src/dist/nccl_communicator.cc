@@ -11,7 +11,7 @@
   do {                                                                                     \
     ncclResult_t _nv_r = (call);                                                           \
     if (_nv_r != ncclSuccess)                                                              \
-      ::nanovllm::detail::fail(__FILE__, __LINE__, "NCCL call failed: " #call,             \
+      ::nanovllm::detail::fail(__FILE__, __LINE__, "NCCL call failed: " #call, "NCCL error ", \
                                ncclGetErrorString(_nv_r), " (", ncclGetLastError(nullptr), \
                                ")");                                                       \
   } while (0)

@@ -263,7 +263,11 @@ void EngineLoop::run() {
       }
       prune_live();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "nanovllm: engine error, the engine is dead: %s\n", e.what());
+      // The operator's log keeps where it was raised (the client gets the message only).
+      const auto* err = dynamic_cast<const Error*>(&e);
+      std::fprintf(stderr, "nanovllm: engine error, the engine is dead: %s%s%s%s\n", e.what(),
+                   err && !err->where().empty() ? " (raised by " : "", err ? err->where().c_str() : "",
+                   err && !err->where().empty() ? ")" : "");
       dead_ = true;
       fail_all_live(std::string("engine error: ") + client_message(e.what()));
       fail_queued(engine_dead_error());

@@ -188,10 +188,9 @@ std::string find_npm_tokenizer_dir(const std::string& arch) {
       roots.push_back(d / "third_party/npm/node_modules");
       if (d == d.parent_path()) break;
     }
-  // This file is src/testing/make_model.cc of the source tree (CMake passes absolute paths).
-  fs::path here(__FILE__);
-  if (here.is_absolute())
-    roots.push_back(here.parent_path().parent_path().parent_path() / "third_party/npm/node_modules");
+#ifdef NANOVLLM_SOURCE_ROOT
+  roots.push_back(fs::path(NANOVLLM_SOURCE_ROOT) / "third_party/npm/node_modules");  // the source tree built
+#endif
   for (const auto& r : roots) {
     fs::path d = r / pkg;
     if (fs::exists(d / "tokenizer.json", ec) && fs::exists(d / "tokenizer_config.json", ec))

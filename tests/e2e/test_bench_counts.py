@@ -52,4 +52,11 @@ bad = subprocess.run([BIN, "bench", "--random-model", "tiny", "--cache-dir", cac
                       "--min-output-len", "100", "--max-output-len", "100", "--max-model-len", "64",
                       "--no-progress"], capture_output=True, text=True, timeout=120)
 assert bad.returncode == 1 and "needs up to" in bad.stderr and "max_model_len is 64" in bad.stderr, bad.stderr
+# Errors for users carry no source path; --verbose (anywhere) adds where it was raised.
+assert ".cc" not in bad.stderr and "check failed" not in bad.stderr, bad.stderr
+verbose = subprocess.run([BIN, "bench", "--verbose", "--random-model", "tiny", "--cache-dir", cache, "--num-seqs", "2",
+                          "--min-output-len", "100", "--max-output-len", "100", "--max-model-len", "64",
+                          "--no-progress"], capture_output=True, text=True, timeout=120)
+assert verbose.returncode == 1 and "(raised by check failed: " in verbose.stderr and \
+    " at tools/cmd_bench.cc:" in verbose.stderr, verbose.stderr
 print("PASS: bench counts")

@@ -1,5 +1,5 @@
-// Error macros for CUDA runtime and cuBLASLt calls: a failure throws nanovllm::Error naming
-// the failing call, file:line and the library's own error string.
+// Error macros for CUDA runtime and cuBLASLt calls: a failure throws nanovllm::Error whose message
+// is the library's own error name and string; the failing call and file:line are its where().
 #pragma once
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -10,7 +10,7 @@
   do {                                                                                    \
     cudaError_t _nv_e = (call);                                                           \
     if (_nv_e != cudaSuccess)                                                             \
-      ::nanovllm::detail::fail(__FILE__, __LINE__, "CUDA call failed: " #call,            \
+      ::nanovllm::detail::fail(__FILE__, __LINE__, "CUDA call failed: " #call, "CUDA error ", \
                                cudaGetErrorName(_nv_e), ": ", cudaGetErrorString(_nv_e)); \
   } while (0)
 
@@ -18,7 +18,7 @@
   do {                                                                                      \
     cublasStatus_t _nv_s = (call);                                                          \
     if (_nv_s != CUBLAS_STATUS_SUCCESS)                                                     \
-      ::nanovllm::detail::fail(__FILE__, __LINE__, "cuBLAS call failed: " #call, "status ", \
+      ::nanovllm::detail::fail(__FILE__, __LINE__, "cuBLAS call failed: " #call, "cuBLAS status ", \
                                int(_nv_s), " (", cublasLtGetStatusName(_nv_s), ": ",        \
                                cublasLtGetStatusString(_nv_s), ")");                        \
   } while (0)

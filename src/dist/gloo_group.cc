@@ -25,8 +25,15 @@ void GlooGroup::guarded(const char* op, Fn&& fn) {
     fn();
   } catch (const gloo::Exception& e) {
     std::string extra = options_.diagnose ? options_.diagnose() : std::string();
+    // gloo prefixes its messages with its own source location ("[./gloo/transport/tcp/pair.cc:589]
+    // Read error ..."): users get the error, not gloo's file.
+    std::string what = e.what();
+    if (what.size() > 2 && what[0] == '[') {
+      const size_t close = what.find("] ");
+      if (close != std::string::npos && what.rfind(':', close) != std::string::npos) what.erase(0, close + 2);
+    }
     NV_THROW("tensor-parallel ", op, " failed on rank ", rank_, " of ", world_, " (group '",
-             options_.prefix, "'): ", e.what(), extra.empty() ? "" : "; ", extra);
+             options_.prefix, "'): ", what, extra.empty() ? "" : "; ", extra);
   }
 }
 

@@ -33,8 +33,12 @@ std::string dump_json(const nlohmann::json& j) {
 }
 
 std::string client_message(const std::string& what) {
+  // Only the old location suffix " [error at f:l]" / " [check failed: ... at f:l]": a message may
+  // end in a bracket of its own ("must be in [-2, 2]").
   const size_t p = what.rfind(" [");
-  if (p != std::string::npos && !what.empty() && what.back() == ']') return what.substr(0, p);
+  if (p != std::string::npos && what.back() == ']' &&
+      (what.compare(p + 2, 9, "error at ") == 0 || what.compare(p + 2, 13, "check failed:") == 0))
+    return what.substr(0, p);
   return what;
 }
 

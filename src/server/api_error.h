@@ -35,7 +35,8 @@ nlohmann::json error_json(int status, const std::string& message, const std::str
 // authentication_error, 404 -> not_found_error, 503 -> service_unavailable, 5xx -> server_error).
 std::string error_type_for_status(int status);
 
-// Strips the "[error at file:line]" / "[check failed: ...]" suffix of nanovllm::Error messages.
+// Strips a legacy " [error at file:line]" / " [check failed: ...]" suffix (nanovllm::Error no
+// longer adds one: its location is Error::where()); any other text is kept whole.
 std::string client_message(const std::string& what);
 
 // Serializes JSON for the wire: invalid UTF-8 (e.g. a token that is half a character) is

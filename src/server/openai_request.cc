@@ -152,13 +152,13 @@ void validate_params(const GenerationRequest& r) {
   try {
     r.params.validate();
   } catch (const Error& e) {
-    std::string msg = e.what();
-    const size_t bracket = msg.find(" [");  // drop the "[error at file:line]" suffix
-    std::string clean = bracket == std::string::npos ? msg : msg.substr(0, bracket);
-    std::string param = clean.substr(0, clean.find(' '));
+    // (The message is whole: nanovllm::Error carries no source-location suffix any more. Cutting
+    // at the first " [" used to turn "min_p must be in [0, 1], got 2" into "min_p must be in".)
+    const std::string msg = e.what();
+    std::string param = msg.substr(0, msg.find(' '));
     for (char c : param)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) { param.clear(); break; }
-    throw bad_request(clean, param);
+    throw bad_request(msg, param);
   }
 }
 

@@ -237,6 +237,9 @@ def case_errors(srv):
     expect_error(completion(srv, prompt="x", suffix="y"), 400, "suffix")
     expect_error(completion(srv, prompt="x", logprobs=99), 400, "logprobs")
     expect_error(completion(srv, prompt="x", presence_penalty=3), 400, "presence_penalty")
+    # The whole message, its own brackets included (no source path to cut off any more).
+    st, _, r = completion(srv, prompt="x", min_p=2)
+    check(st == 400 and r["error"]["message"] == "min_p must be in [0, 1], got 2", f"min_p=2: {st} {r}")
     expect_error(completion(srv, prompt="x", frequency_penalty="a"), 400, "frequency_penalty")
     expect_error(completion(srv, prompt="x", repetition_penalty=0), 400, "repetition_penalty")
     expect_error(completion(srv, prompt="x", logit_bias={"abc": 1}), 400, "logit_bias")

@@ -135,6 +135,8 @@ def case_killed_worker_is_a_clear_error(model):
     dt = time.time() - t0
     if p.returncode != 1:  # not 0, and not killed by a signal (SIGPIPE on a write to the dead peer)
         raise AssertionError(f"rank 0 exited {p.returncode} after losing a worker (1 expected): {err[-1500:]}")
+    if ".cc:" in err:
+        raise AssertionError(f"rank 0's error names a source file: {err[-1500:]}")
     for want in ("worker rank 1", "killed by signal 9"):
         if want not in err:
             raise AssertionError(f"rank 0's error lacks {want!r}: {err[-1500:]}")

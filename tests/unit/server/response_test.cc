@@ -130,6 +130,7 @@ TEST(Errors, ClientMessageDropsSourceLocation) {
   EXPECT_EQ(client_message("prompt has 9 tokens, more than max_model_len 4 [error at a.cc:3]"),
             "prompt has 9 tokens, more than max_model_len 4");
   EXPECT_EQ(client_message("plain"), "plain");
+  EXPECT_EQ(client_message("presence_penalty must be in [-2, 2]"), "presence_penalty must be in [-2, 2]");
 }
 
 }  // namespace

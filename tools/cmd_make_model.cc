@@ -32,6 +32,8 @@ int run_make_model(int argc, char** argv) {
                  "$NANOVLLM_SOURCE_DIR or the executable's location)");
   app.add_option("--threads", o.threads, "generator threads (0: all cores)")
       ->capture_default_str();
+  app.add_flag("--attention-bias", o.attention_bias,
+               "llama / qwen3: attention_bias true, with q/k/v/o_proj biases (qwen2 always has q/k/v)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -27,7 +27,7 @@ Tensor load_column_parallel(const WeightStore& ws, const std::vector<std::string
            " row ranges for ", names.size(), " tensors");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < names.size(); ++i) {
-    Tensor t = ws.get(names[i], expected[i]);
+    Tensor t = ws.take(names[i], expected[i]);
     if (!rows.empty() && !(rows[i].begin == 0 && rows[i].count == t.size(0))) {
       NV_CHECK(rows[i].begin >= 0 && rows[i].count >= 0 && rows[i].begin + rows[i].count <= t.size(0),
                "tensor '", names[i], "' ", t.str(), " has no rows [", rows[i].begin, ", ",
@@ -42,7 +42,7 @@ Tensor load_column_parallel(const WeightStore& ws, const std::vector<std::string
 
 Tensor load_row_parallel(const WeightStore& ws, const std::string& name, const Shape& expected,
                          const TpInfo& tp) {
-  Tensor t = ws.get(name, expected);
+  Tensor t = ws.take(name, expected);
   if (tp.world == 1) return t;
   NV_CHECK_EQ(t.size(1) % tp.world, 0, "tensor '", name, "' columns not divisible by TP size");
   return shard_dim(t, 1, tp.rank, tp.world);
@@ -50,13 +50,13 @@ Tensor load_row_parallel(const WeightStore& ws, const std::string& name, const S
 
 Tensor load_vocab_parallel(const WeightStore& ws, const std::string& name, const Shape& expected,
                            int64_t begin, int64_t rows) {
-  Tensor t = ws.get(name, expected);
+  Tensor t = ws.take(name, expected);
   if (begin == 0 && rows == t.size(0)) return t;
   return copy_rows_padded(t, begin, rows);
 }
 
 Tensor load_replicated(const WeightStore& ws, const std::string& name, const Shape& expected) {
-  return ws.get(name, expected);
+  return ws.take(name, expected);
 }
 
 }  // namespace nanovllm

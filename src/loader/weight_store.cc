@@ -103,6 +103,19 @@ Tensor WeightStore::get(const std::string& name, const Shape& expected) const {
   return t;
 }
 
+Tensor WeightStore::take(const std::string& name, const Shape& expected) const {
+  Tensor t = get(name, expected);
+  taken_.insert(name);
+  return t;
+}
+
+std::vector<std::string> WeightStore::unused() const {
+  std::vector<std::string> v;
+  for (const auto& [n, f] : by_name_)
+    if (!taken_.count(n)) v.push_back(n);
+  return v;
+}
+
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> v;
   v.reserve(by_name_.size());

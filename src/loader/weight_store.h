@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,19 @@ class WeightStore {
   Tensor get(const std::string& name) const;  // throws "missing tensor 'x' in <dir>"
   // Same, and checks the shape: "tensor 'x' has shape [a, b], expected [c, d]".
   Tensor get(const std::string& name, const Shape& expected) const;
+  // A model's load: get(name, expected), and the tensor counts as used (see unused()).
+  Tensor take(const std::string& name, const Shape& expected) const;
   std::vector<std::string> names() const;
+  // Tensors no take() asked for, in name order. A model checks this after loading: a tensor it
+  // did not consume is a checkpoint that does not match its config (llama.cpp's "wrong number of
+  // tensors"), e.g. an o_proj.bias the model would silently run without.
+  std::vector<std::string> unused() const;
+  const std::string& dir() const { return dir_; }
 
  private:
   std::string dir_;
   std::map<std::string, std::shared_ptr<SafetensorsFile>> by_name_;
+  mutable std::set<std::string> taken_;
 };
 
 }  // namespace nanovllm

@@ -95,6 +95,9 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     }
     L.o_w = upload_linear(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp),
                           opt.linear_quant);
+    // Row-parallel o_proj: every rank holds the whole [H] bias, only rank 0 adds it (the
+    // all-reduce sums the ranks' partial outputs, so the bias is added once).
+    if (c.o_proj_bias) L.o_b = upload(load_replicated(ws, p + "self_attn.o_proj.bias", {H}));
     if (c.qk_norm) {
       L.q_norm = upload(load_replicated(ws, p + "self_attn.q_norm.weight", {D}));
       L.k_norm = upload(load_replicated(ws, p + "self_attn.k_norm.weight", {D}));
@@ -108,6 +111,29 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
                              opt.linear_quant);
     layers_.push_back(std::move(L));
   }
+  check_all_tensors_used(c, ws);
+}
+
+// Every checkpoint tensor must be consumed above or be one the model deliberately ignores: a
+// leftover means config.json and the weights disagree (e.g. an o_proj.bias the model would run
+// without), and running anyway would be silently wrong.
+void DecoderModel::check_all_tensors_used(const ModelConfig& c, const WeightStore& ws) {
+  std::vector<std::string> extra;
+  for (const std::string& n : ws.unused()) {
+    static const std::string kRotary = "rotary_emb.inv_freq";  // a cache older checkpoints store
+    const bool rotary_cache = n.size() >= kRotary.size() &&
+                              n.compare(n.size() - kRotary.size(), kRotary.size(), kRotary) == 0;
+    // transformers ignores a stored lm_head when the embeddings are tied (and so do we).
+    const bool tied_head = c.tie_word_embeddings && n == "lm_head.weight";
+    if (!rotary_cache && !tied_head) extra.push_back(n);
+  }
+  if (extra.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < extra.size() && i < 8; ++i) list += (i ? ", '" : "'") + extra[i] + "'";
+  if (extra.size() > 8) list += ", ... (" + std::to_string(extra.size()) + " in all)";
+  NV_THROW("the checkpoint in ", ws.dir(), " has ", extra.size(), " tensor(s) the ", c.architecture,
+           " model does not use: ", list, ". config.json does not match the weights (e.g. its "
+           "attention_bias, tie_word_embeddings or num_hidden_layers)");
 }
 
 Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
@@ -141,7 +167,7 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
                      L.k_norm ? &L.k_norm : nullptr, eps, cos_sin_, ap);
     be_.store_kv(qkv, batch.slot_mapping, cache.k[l], cache.v[l], ap);
     be_.attention(qkv, cache.k[l], cache.v[l], batch, ap, attn);
-    be_.linear(attn, L.o_w, nullptr, x);
+    be_.linear(attn, L.o_w, L.o_b && shard_.rank == 0 ? &L.o_b : nullptr, x);
     if (tp) comm_->all_reduce_sum(x);  // row-parallel o_proj: sum of the ranks' head groups
     be_.add_rms_norm(x, residual, L.post_norm, eps);
     be_.linear(x, L.gate_up_w, nullptr, gate_up);

@@ -75,6 +75,7 @@ class DecoderModel {
     Tensor qkv_b, o_b, q_norm, k_norm, in_norm, post_norm;
   };
   Tensor upload(const Tensor& host);
+  static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);
   LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
 
   ModelConfig cfg_;

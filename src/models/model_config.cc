@@ -212,6 +212,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     case Arch::Qwen3:
       c.qk_norm = true;
       c.attention_bias = f.opt_bool("attention_bias", false);
+      c.o_proj_bias = c.attention_bias;  // transformers: bias=config.attention_bias on all four
       break;
     case Arch::Qwen2:
       c.qk_norm = false;
@@ -220,6 +221,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
     case Arch::Llama:
       c.qk_norm = false;
       c.attention_bias = f.opt_bool("attention_bias", false);
+      c.o_proj_bias = c.attention_bias;
       if (f.opt_bool("mlp_bias", false))
         NV_THROW("unsupported 'mlp_bias' value true in ", where);
       break;

@@ -35,6 +35,7 @@ struct ModelConfig {
   int max_position_embeddings = 2048;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v bias (Qwen2 always; Llama/Qwen3 per config)
+  bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3: attention_bias; Qwen2 never)
   bool qk_norm = false;         // Qwen3 per-head q/k RMSNorm
   DType torch_dtype = DType::BF16;  // from_json_text: float32 when the config names none
   std::string hidden_act = "silu";

@@ -56,7 +56,8 @@ Init init_for(const TensorSpec& s) {
   return {0.f, float(1.0 / std::sqrt(double(s.shape[1])))};
 }
 
-std::vector<TensorSpec> tensor_specs(const std::string& arch, const ModelShape& m, DType dt) {
+std::vector<TensorSpec> tensor_specs(const std::string& arch, const ModelShape& m, DType dt,
+                                     bool attention_bias) {
   std::vector<TensorSpec> v;
   const int64_t H = m.hidden, I = m.intermediate, D = m.head_dim;
   const int64_t q = int64_t(m.heads) * D, kv = int64_t(m.kv_heads) * D;
@@ -70,11 +71,12 @@ std::vector<TensorSpec> tensor_specs(const std::string& arch, const ModelShape& 
     v.push_back({p + "self_attn.k_proj.weight", dt, {kv, H}});
     v.push_back({p + "self_attn.v_proj.weight", dt, {kv, H}});
     v.push_back({p + "self_attn.o_proj.weight", dt, {H, q}});
-    if (arch == "qwen2") {
+    if (arch == "qwen2" || attention_bias) {
       v.push_back({p + "self_attn.q_proj.bias", dt, {q}});
       v.push_back({p + "self_attn.k_proj.bias", dt, {kv}});
       v.push_back({p + "self_attn.v_proj.bias", dt, {kv}});
     }
+    if (arch != "qwen2" && attention_bias) v.push_back({p + "self_attn.o_proj.bias", dt, {H}});
     if (arch == "qwen3") {
       v.push_back({p + "self_attn.q_norm.weight", dt, {D}});
       v.push_back({p + "self_attn.k_norm.weight", dt, {D}});
@@ -237,7 +239,7 @@ void make_random_model(const MakeModelOptions& o) {
   c["architectures"] = {llama ? "LlamaForCausalLM"
                               : o.arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"};
   c["model_type"] = o.arch;
-  c["attention_bias"] = o.arch == "qwen2";
+  c["attention_bias"] = o.arch == "qwen2" || o.attention_bias;
   c["attention_dropout"] = 0.0;
   c["bos_token_id"] = bos;
   c["eos_token_id"] = eos;
@@ -279,7 +281,7 @@ void make_random_model(const MakeModelOptions& o) {
     }
 
   ThreadPool pool(o.threads);
-  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(o.arch, m, o.dtype),
+  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(o.arch, m, o.dtype, o.attention_bias),
                       {{"format", "pt"}});
   std::vector<char> buf;
   for (const auto& s : w.order()) write_random_tensor(w, pool, s, o.seed, buf);

@@ -24,6 +24,9 @@ struct MakeModelOptions {
   // explicitly, missing files are an error.
   std::string tokenizer_dir;
   int threads = 0;  // 0: hardware concurrency
+  // llama / qwen3: config attention_bias = true and q/k/v/o_proj biases (transformers' layout for
+  // those architectures); qwen2 always has q/k/v biases and no o_proj bias.
+  bool attention_bias = false;
 };
 
 // Model shape of a preset for an architecture (llama uses the Llama-3 vocabulary).

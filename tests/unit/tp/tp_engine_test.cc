@@ -192,6 +192,13 @@ TEST(TensorParallel, Llama) {
   expect_tokens_match(m, {2});
 }
 
+// attention_bias: q/k/v biases column-parallel, the row-parallel o_proj's bias added once (rank 0).
+TEST(TensorParallel, Qwen3WithAttentionBiasIncludingOProj) {
+  const std::string m = random_model("qwen3", /*attention_bias=*/true);
+  expect_logits_match(m, 2);
+  expect_tokens_match(m, {2});
+}
+
 TEST(TensorParallel, UntiedLmHeadAndPaddedVocabulary) {
   const std::string m = untied_odd_vocab_model();
   expect_logits_match(m, 2);

@@ -26,8 +26,9 @@ inline std::string nanovllm_bin() {
 }
 
 // A random f32 tiny model of `arch` (4 heads, 2 KV heads, I 192, tied embeddings).
-inline std::string random_model(const std::string& arch) {
-  const std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/tp-" + arch + "-tiny-f32";
+inline std::string random_model(const std::string& arch, bool attention_bias = false) {
+  const std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/tp-" + arch + "-tiny-f32" +
+                        (attention_bias ? "-bias" : "");
   if (!std::filesystem::exists(d + "/config.json")) {
     MakeModelOptions o;
     o.arch = arch;
@@ -35,6 +36,7 @@ inline std::string random_model(const std::string& arch) {
     o.dtype = DType::F32;
     o.seed = 11;
     o.out_dir = d;
+    o.attention_bias = attention_bias;
     make_random_model(o);
   }
   return d;

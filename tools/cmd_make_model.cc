@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "command.h"
+#include "models/arch/architecture.h"
 #include "testing/make_model.h"
 #include "util/check.h"
 
@@ -14,8 +15,10 @@ int run_make_model(int argc, char** argv) {
   CLI::App app{"Write a random model (config.json, safetensors, tokenizer) to a directory"};
   nanovllm::MakeModelOptions o;
   std::string dtype = "bf16";
-  app.add_option("--arch", o.arch, "architecture")
-      ->check(CLI::IsMember({"qwen3", "qwen2", "llama"}))
+  std::vector<std::string> arch_names;  // every registered architecture (src/models/arch/)
+  for (const nanovllm::Architecture* a : nanovllm::architectures()) arch_names.push_back(a->model_type);
+  app.add_option("--arch", o.arch, "architecture (a model_type)")
+      ->check(CLI::IsMember(arch_names))
       ->capture_default_str();
   app.add_option("--preset", o.preset, "model size")
       ->check(CLI::IsMember({"tiny", "small", "qwen3-0.6b"}))

@@ -1,5 +1,8 @@
 #include "models/decoder.h"
 
+#include "models/arch/architecture.h"
+#include "models/checkpoint_layout.h"
+
 #include <cmath>
 
 #include "loader/tensor_ops.h"
@@ -66,49 +69,45 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   const RowRange kv_rows{shard.kv_head_begin * D, shard.num_kv_heads * D};
   const RowRange i_rows{shard.rank * shard.intermediate, shard.intermediate};
 
+  const TensorNames& n = c.arch->names;  // the architecture's checkpoint names (models/arch/)
   // Vocab-parallel embedding / LM head: rank r owns rows [vocab_begin, + vocab_rows), padded.
-  const Tensor emb = load_vocab_parallel(ws, "model.embed_tokens.weight", {V, H},
-                                         shard.vocab_begin, shard.vocab_rows);
+  const Tensor emb = load_vocab_parallel(ws, n.embed, {V, H}, shard.vocab_begin, shard.vocab_rows);
   embed_ = upload(emb);
   if (c.tie_word_embeddings) {  // tied: HF ignores a stored lm_head when tying
     lm_head_ = opt.lm_head_quant.enabled() ? upload_linear(emb, opt.lm_head_quant)
                                            : LinearWeight{embed_, nullptr};
   } else {
-    lm_head_ = upload_linear(load_vocab_parallel(ws, "lm_head.weight", {V, H}, shard.vocab_begin,
-                                                 shard.vocab_rows),
+    lm_head_ = upload_linear(load_vocab_parallel(ws, n.lm_head, {V, H}, shard.vocab_begin, shard.vocab_rows),
                              opt.lm_head_quant);
   }
-  final_norm_ = upload(load_replicated(ws, "model.norm.weight", {H}));
+  final_norm_ = upload(load_replicated(ws, n.final_norm, {H}));
   cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
 
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    auto w = [&](const std::string& name) { return layer_tensor(c, l, name); };
+    auto b = [&](const std::string& name) { return layer_tensor(c, l, name, "bias"); };
     Layer L;
-    L.qkv_w = upload_linear(load_column_parallel(
-        ws, {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"},
-        {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}),
-        opt.linear_quant);
+    L.qkv_w = upload_linear(load_column_parallel(ws, {w(n.q_proj), w(n.k_proj), w(n.v_proj)},
+                                                 {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}),
+                            opt.linear_quant);
     if (c.attention_bias) {  // column-parallel bias: the rank's slice, on every rank
-      L.qkv_b = upload(load_column_parallel(
-          ws, {p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"},
-          {{Hq * D}, {Hkv * D}, {Hkv * D}}, {q_rows, kv_rows, kv_rows}));
+      L.qkv_b = upload(load_column_parallel(ws, {b(n.q_proj), b(n.k_proj), b(n.v_proj)},
+                                            {{Hq * D}, {Hkv * D}, {Hkv * D}}, {q_rows, kv_rows, kv_rows}));
     }
-    L.o_w = upload_linear(load_row_parallel(ws, p + "self_attn.o_proj.weight", {H, Hq * D}, tp),
-                          opt.linear_quant);
+    L.o_w = upload_linear(load_row_parallel(ws, w(n.o_proj), {H, Hq * D}, tp), opt.linear_quant);
     // Row-parallel o_proj: every rank holds the whole [H] bias, only rank 0 adds it (the
     // all-reduce sums the ranks' partial outputs, so the bias is added once).
-    if (c.o_proj_bias) L.o_b = upload(load_replicated(ws, p + "self_attn.o_proj.bias", {H}));
+    if (c.o_proj_bias) L.o_b = upload(load_replicated(ws, b(n.o_proj), {H}));
     if (c.qk_norm) {
-      L.q_norm = upload(load_replicated(ws, p + "self_attn.q_norm.weight", {D}));
-      L.k_norm = upload(load_replicated(ws, p + "self_attn.k_norm.weight", {D}));
+      L.q_norm = upload(load_replicated(ws, w(n.q_norm), {D}));
+      L.k_norm = upload(load_replicated(ws, w(n.k_norm), {D}));
     }
-    L.in_norm = upload(load_replicated(ws, p + "input_layernorm.weight", {H}));
-    L.post_norm = upload(load_replicated(ws, p + "post_attention_layernorm.weight", {H}));
-    L.gate_up_w = upload_linear(load_column_parallel(
-        ws, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}, {{I, H}, {I, H}},
-        {i_rows, i_rows}), opt.linear_quant);
-    L.down_w = upload_linear(load_row_parallel(ws, p + "mlp.down_proj.weight", {H, I}, tp),
-                             opt.linear_quant);
+    L.in_norm = upload(load_replicated(ws, w(n.input_norm), {H}));
+    L.post_norm = upload(load_replicated(ws, w(n.post_attention_norm), {H}));
+    L.gate_up_w = upload_linear(load_column_parallel(ws, {w(n.gate_proj), w(n.up_proj)}, {{I, H}, {I, H}},
+                                                     {i_rows, i_rows}),
+                                opt.linear_quant);
+    L.down_w = upload_linear(load_row_parallel(ws, w(n.down_proj), {H, I}, tp), opt.linear_quant);
     layers_.push_back(std::move(L));
   }
   check_all_tensors_used(c, ws);
@@ -124,7 +123,7 @@ void DecoderModel::check_all_tensors_used(const ModelConfig& c, const WeightStor
     const bool rotary_cache = n.size() >= kRotary.size() &&
                               n.compare(n.size() - kRotary.size(), kRotary.size(), kRotary) == 0;
     // transformers ignores a stored lm_head when the embeddings are tied (and so do we).
-    const bool tied_head = c.tie_word_embeddings && n == "lm_head.weight";
+    const bool tied_head = c.tie_word_embeddings && n == c.arch->names.lm_head;
     if (!rotary_cache && !tied_head) extra.push_back(n);
   }
   if (extra.empty()) return;

@@ -1,7 +1,7 @@
-// config.json -> ModelConfig. Defaults follow the Hugging Face config classes of each
-// architecture; anything nanovllm cannot run faithfully (other activations, rope scaling
-// types, sliding windows, MLP bias) is an error naming the field and value rather than a
-// silently wrong model.
+// config.json -> ModelConfig. The common fields are parsed here, each architecture's own ones by
+// its file in models/arch/. Defaults follow the Hugging Face config classes; anything nanovllm
+// cannot run faithfully (other activations, rope scaling types, sliding windows, MLP bias) is an
+// error naming the field and value rather than a silently wrong model.
 #include "models/model_config.h"
 
 #include <algorithm>
@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "models/arch/architecture.h"
+#include "models/config_fields.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 
@@ -19,105 +21,20 @@ namespace nanovllm {
 
 using json = nlohmann::json;
 
-const char* arch_name(Arch a) {
-  switch (a) {
-    case Arch::Qwen3: return "Qwen3ForCausalLM";
-    case Arch::Qwen2: return "Qwen2ForCausalLM";
-    case Arch::Llama: return "LlamaForCausalLM";
-  }
-  return "?";
-}
-
 namespace {
 
-// Typed access to one JSON object with errors that name the field and the file.
-struct Fields {
-  const json& j;
-  const std::string& where;
-  std::string prefix;  // "rope_scaling." for nested objects
-
-  bool has(const char* k) const { return j.contains(k) && !j[k].is_null(); }
-  std::string name(const char* k) const { return prefix + k; }
-
-  [[noreturn]] void missing(const char* k) const {
-    NV_THROW("missing required field '", name(k), "' in ", where);
-  }
-  int64_t integer(const char* k) const {
-    const json& v = j[k];
-    // 4096.0 is accepted (some converters write floats); 4096.5 is not.
-    if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
-      return int64_t(v.get<double>());
-    NV_THROW("field '", name(k), "' in ", where, " must be an integer, got ", v.dump());
-  }
-  int req_pos_int(const char* k) const {
-    if (!has(k)) missing(k);
-    int64_t v = integer(k);
-    if (v <= 0 || v > INT32_MAX)
-      NV_THROW("field '", name(k), "' in ", where, " must be a positive integer, got ", v);
-    return int(v);
-  }
-  int opt_pos_int(const char* k, int dflt) const { return has(k) ? req_pos_int(k) : dflt; }
-  double number(const char* k) const {
-    const json& v = j[k];
-    if (!v.is_number()) NV_THROW("field '", name(k), "' in ", where, " must be a number, got ", v.dump());
-    return v.get<double>();
-  }
-  double req_pos_number(const char* k) const {
-    if (!has(k)) missing(k);
-    double v = number(k);
-    if (!(v > 0) || !std::isfinite(v))
-      NV_THROW("field '", name(k), "' in ", where, " must be a positive number, got ", v);
-    return v;
-  }
-  double opt_pos_number(const char* k, double dflt) const {
-    return has(k) ? req_pos_number(k) : dflt;
-  }
-  bool opt_bool(const char* k, bool dflt) const {
-    if (!has(k)) return dflt;
-    if (!j[k].is_boolean())
-      NV_THROW("field '", name(k), "' in ", where, " must be true or false, got ", j[k].dump());
-    return j[k].get<bool>();
-  }
-  std::string opt_string(const char* k, const std::string& dflt) const {
-    if (!has(k)) return dflt;
-    if (!j[k].is_string())
-      NV_THROW("field '", name(k), "' in ", where, " must be a string, got ", j[k].dump());
-    return j[k].get<std::string>();
-  }
-  // An id field that may be an int or a list of ints (eos_token_id), absent/null -> empty.
-  std::vector<int> id_list(const char* k) const {
-    std::vector<int> out;
-    if (!has(k)) return out;
-    auto one = [&](const json& v) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
-        NV_THROW("field '", name(k), "' in ", where, " must be a token id or a list of ids, got ",
-                 j[k].dump());
-      out.push_back(int(v.get<int64_t>()));
-    };
-    if (j[k].is_array())
-      for (const auto& v : j[k]) one(v);
-    else
-      one(j[k]);
-    return out;
-  }
-};
-
-Arch parse_arch(const json& j, const std::string& where, std::string* written) {
+// config.json's `architectures`[0], looked up in the registry.
+const Architecture& parse_arch(const nlohmann::json& j, const std::string& where, std::string* written) {
   if (!j.contains("architectures")) NV_THROW("missing required field 'architectures' in ", where);
-  const json& a = j["architectures"];
+  const nlohmann::json& a = j["architectures"];
   if (!a.is_array() || a.empty() || !a[0].is_string())
     NV_THROW("field 'architectures' in ", where, " must be a non-empty list of names, got ",
              a.dump());
   *written = a[0].get<std::string>();
-  if (*written == "Qwen3ForCausalLM") return Arch::Qwen3;
-  if (*written == "Qwen2ForCausalLM") return Arch::Qwen2;
-  if (*written == "LlamaForCausalLM") return Arch::Llama;
-  NV_THROW("unsupported model: 'architectures' is ", a.dump(), " in ", where,
-           " (supported: Qwen3ForCausalLM, Qwen2ForCausalLM, LlamaForCausalLM)");
+  return find_architecture(*written, where);
 }
 
-DType parse_torch_dtype(const Fields& f) {
+DType parse_torch_dtype(const ConfigFields& f) {
   // transformers >= 5 writes "dtype"; older versions "torch_dtype". Absent: float32, which
   // is also what transformers loads such a checkpoint as.
   const char* key = f.has("torch_dtype") ? "torch_dtype" : f.has("dtype") ? "dtype" : nullptr;
@@ -133,7 +50,7 @@ DType parse_torch_dtype(const Fields& f) {
 // rope_scaling (transformers 4) or rope_parameters (transformers 5, which also moves
 // rope_theta inside it). `c.rope_theta` is set by the caller before this runs.
 void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
-  Fields top{j, where, ""};
+  ConfigFields top{j, where, ""};
   const char* key = top.has("rope_scaling") ? "rope_scaling"
                     : top.has("rope_parameters") ? "rope_parameters"
                                                  : nullptr;
@@ -141,7 +58,7 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
   const json& r = j[key];
   if (!r.is_object())
     NV_THROW("field '", key, "' in ", where, " must be an object or null, got ", r.dump());
-  Fields f{r, where, std::string(key) + "."};
+  ConfigFields f{r, where, std::string(key) + "."};
   if (!top.has("rope_theta") && f.has("rope_theta")) c.rope_theta = f.req_pos_number("rope_theta");
   const char* tkey = f.has("rope_type") ? "rope_type" : "type";
   std::string type = f.opt_string(tkey, "default");
@@ -171,9 +88,9 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& where) {
   const json j = parse_json(text, where);
   if (!j.is_object()) NV_THROW("", where, " is not a JSON object");
-  Fields f{j, where, ""};
+  ConfigFields f{j, where, ""};
   ModelConfig c;
-  c.arch = parse_arch(j, where, &c.architecture);
+  c.arch = &parse_arch(j, where, &c.architecture);
   c.model_type = f.opt_string("model_type", "");
 
   c.hidden_size = f.req_pos_int("hidden_size");
@@ -199,7 +116,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.rope_theta = f.opt_pos_number("rope_theta", 10000.0);
   parse_rope(j, where, c);
   c.max_position_embeddings =
-      f.opt_pos_int("max_position_embeddings", c.arch == Arch::Llama ? 2048 : 32768);
+      f.opt_pos_int("max_position_embeddings", c.arch->default_max_position_embeddings);
   c.tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
   c.torch_dtype = parse_torch_dtype(f);
 
@@ -208,27 +125,7 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   if (c.hidden_act != "silu")
     NV_THROW("unsupported 'hidden_act' value '", c.hidden_act, "' in ", where, " (only silu)");
 
-  switch (c.arch) {
-    case Arch::Qwen3:
-      c.qk_norm = true;
-      c.attention_bias = f.opt_bool("attention_bias", false);
-      c.o_proj_bias = c.attention_bias;  // transformers: bias=config.attention_bias on all four
-      break;
-    case Arch::Qwen2:
-      c.qk_norm = false;
-      c.attention_bias = true;  // Qwen2 always has q/k/v biases; the config has no switch
-      break;
-    case Arch::Llama:
-      c.qk_norm = false;
-      c.attention_bias = f.opt_bool("attention_bias", false);
-      c.o_proj_bias = c.attention_bias;
-      if (f.opt_bool("mlp_bias", false))
-        NV_THROW("unsupported 'mlp_bias' value true in ", where);
-      break;
-  }
-  if (f.opt_bool("use_sliding_window", false))
-    NV_THROW("unsupported 'use_sliding_window' value true in ", where,
-             " (sliding-window attention is not implemented)");
+  c.arch->configure(f, c);  // the architecture's own fields and block options
 
   c.eos_token_ids = f.id_list("eos_token_id");
   std::vector<int> bos = f.id_list("bos_token_id");
@@ -262,7 +159,7 @@ ModelConfig ModelConfig::from_dir(const std::string& model_dir) {
     const json g = parse_json(read_file(gen), gen.string());
     if (g.is_object()) {
       std::string where = gen.string();
-      Fields f{g, where, ""};
+      ConfigFields f{g, where, ""};
       for (int id : f.id_list("eos_token_id"))
         if (std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end())
           c.eos_token_ids.push_back(id);

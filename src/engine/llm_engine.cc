@@ -19,7 +19,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
            "' has no config.json");
   mc_ = ModelConfig::from_dir(config_.model);
-  config_.max_model_len = std::min(config_.max_model_len, mc_.max_position_embeddings);
+  config_.max_model_len = std::min(config_.max_model_len, mc_.max_context_len());
   if (fs::exists(fs::path(config_.model) / "tokenizer.json"))
     tokenizer_ = Tokenizer::from_dir(config_.model);
 

@@ -79,8 +79,39 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
                ".low_freq_factor' (", s.low_freq_factor, ") in ", where);
     return;
   }
+  if (type == "yarn") {
+    // transformers 5 (_compute_yarn_parameters): an explicit factor wins; without one it is
+    // max_position_embeddings / original_max_position_embeddings (which then must be given).
+    s.original_max_position_embeddings =
+        f.opt_pos_int("original_max_position_embeddings", c.max_position_embeddings);
+    if (f.has("factor")) {
+      s.factor = f.req_pos_number("factor");
+    } else {
+      if (!f.has("original_max_position_embeddings"))
+        NV_THROW("missing required field '", key, ".factor' in ", where,
+                 " (yarn needs 'factor' or 'original_max_position_embeddings')");
+      s.factor = double(c.max_position_embeddings) / s.original_max_position_embeddings;
+    }
+    s.beta_fast = f.has("beta_fast") ? f.req_pos_number("beta_fast") : 32.0;
+    s.beta_slow = f.has("beta_slow") ? f.req_pos_number("beta_slow") : 1.0;
+    if (!(s.beta_fast > s.beta_slow))
+      NV_THROW("field '", key, ".beta_fast' (", s.beta_fast, ") must exceed '", key,
+               ".beta_slow' (", s.beta_slow, ") in ", where);
+    s.truncate = f.opt_bool("truncate", true);
+    // mscale(scale, m) = 0.1 * m * ln(scale) + 1 for scale > 1 (the paper's sqrt(1/t)).
+    auto mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    if (f.has("attention_factor")) {
+      s.attention_factor = f.req_pos_number("attention_factor");
+    } else {
+      double m = f.has("mscale") ? f.req_pos_number("mscale") : 0.0;
+      double m_all = f.has("mscale_all_dim") ? f.req_pos_number("mscale_all_dim") : 0.0;
+      s.attention_factor = (m != 0 && m_all != 0) ? mscale(s.factor, m) / mscale(s.factor, m_all)
+                                                  : mscale(s.factor, 1.0);
+    }
+    return;
+  }
   NV_THROW("unsupported rope scaling: field '", key, ".", tkey, "' is '", type, "' in ", where,
-           " (supported: default, linear, llama3)");
+           " (supported: default, linear, llama3, yarn)");
 }
 
 }  // namespace
@@ -114,9 +145,9 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
 
   c.rms_norm_eps = f.opt_pos_number("rms_norm_eps", 1e-6);
   c.rope_theta = f.opt_pos_number("rope_theta", 10000.0);
-  parse_rope(j, where, c);
   c.max_position_embeddings =
       f.opt_pos_int("max_position_embeddings", c.arch->default_max_position_embeddings);
+  parse_rope(j, where, c);  // yarn's defaults read max_position_embeddings
   c.tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
   c.torch_dtype = parse_torch_dtype(f);
 
@@ -203,7 +234,40 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
     }
     return f;
   }
+  if (s.type == "yarn") {
+    // YaRN: dimensions that rotate more than beta_fast times over the original context keep
+    // their frequency (extrapolate), those rotating fewer than beta_slow times are divided by
+    // `factor` (interpolate), and a linear ramp over dimension index blends the band between.
+    const double d = c.head_dim, base = c.rope_theta, ctx = s.original_max_position_embeddings;
+    // The dimension index whose wavelength fits `rotations` times into the original context.
+    auto correction_dim = [&](double rotations) {
+      return d * std::log(ctx / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+    };
+    double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+    if (s.truncate) low = std::floor(low), high = std::ceil(high);
+    low = std::max(low, 0.0);
+    high = std::min(high, d - 1);
+    if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+    for (int i = 0; i < half; ++i) {
+      double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);  // 0: extrapolate, 1: interpolate
+      double extrapolation = 1.0 - ramp;
+      f[size_t(i)] = f[size_t(i)] / s.factor * (1.0 - extrapolation) + f[size_t(i)] * extrapolation;
+    }
+    return f;
+  }
   NV_THROW("rope_inv_freq: unsupported rope scaling type '", s.type, "'");
+}
+
+double rope_attention_factor(const ModelConfig& c) {
+  return c.rope_scaling.type == "yarn" ? c.rope_scaling.attention_factor : 1.0;
+}
+
+int ModelConfig::max_context_len() const {
+  if (rope_scaling.type == "yarn") {
+    double n = double(rope_scaling.original_max_position_embeddings) * rope_scaling.factor;
+    return n >= 2147483647.0 ? 2147483647 : std::max(int(n), max_position_embeddings);
+  }
+  return max_position_embeddings;
 }
 
 }  // namespace nanovllm

@@ -11,10 +11,16 @@ namespace nanovllm {
 struct Architecture;  // models/arch/architecture.h
 
 struct RopeScaling {
-  std::string type = "default";  // default | linear | llama3 | dynamic? (unsupported: error)
+  std::string type = "default";  // default | linear | llama3 | yarn (others: an error)
   double factor = 1.0;
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
-  int original_max_position_embeddings = 8192;           // llama3
+  // llama3 (required) and yarn (default: max_position_embeddings): the pre-training context.
+  int original_max_position_embeddings = 8192;
+  // yarn: the ramp between extrapolated (fast) and interpolated (slow) frequencies, and the
+  // cos/sin magnitude scale (mscale; attention logits scale by its square).
+  double beta_fast = 32, beta_slow = 1;
+  double attention_factor = 1.0;  // resolved at parse time (from factor / mscale when absent)
+  bool truncate = true;           // yarn: floor/ceil the correction range
 };
 
 struct ModelConfig {
@@ -47,9 +53,15 @@ struct ModelConfig {
   // value: unsupported architecture, activation or rope scaling type; missing required field.
   static ModelConfig from_json_text(const std::string& text, const std::string& where);
   static ModelConfig from_dir(const std::string& model_dir);  // reads <dir>/config.json
+
+  // The longest sequence the model supports: max_position_embeddings, or for YaRN
+  // original_max_position_embeddings * factor (vLLM's rule: Qwen3 + YaRN factor 4 = 131072).
+  int max_context_len() const;
 };
 
 // Rotary inverse frequencies [head_dim / 2] after rope scaling.
 std::vector<double> rope_inv_freq(const ModelConfig& c);
+// The factor cos and sin are multiplied by (YaRN's attention_factor; 1 otherwise).
+double rope_attention_factor(const ModelConfig& c);
 
 }  // namespace nanovllm

@@ -1,5 +1,6 @@
 // Rotary embedding table: cos_sin [max_pos, D] F32, row p = [cos(p * f_0..f_{D/2-1}),
-// sin(p * f_0..f_{D/2-1})], computed in f64 from the (scaled) inverse frequencies.
+// sin(p * f_0..f_{D/2-1})] (times YaRN's attention factor), computed in f64 from the (scaled)
+// inverse frequencies.
 #pragma once
 #include "models/model_config.h"
 #include "util/tensor.h"

@@ -238,6 +238,11 @@ void make_random_model(const MakeModelOptions& o) {
   c["num_key_value_heads"] = m.kv_heads;
   c["rms_norm_eps"] = m.rms_norm_eps;
   c["rope_scaling"] = nullptr;
+  if (!o.rope_scaling.empty()) {
+    auto rs = nlohmann::ordered_json::parse(o.rope_scaling, nullptr, /*allow_exceptions=*/false);
+    NV_CHECK(rs.is_object(), "--rope-scaling must be a JSON object, got '", o.rope_scaling, "'");
+    c["rope_scaling"] = rs;
+  }
   c["rope_theta"] = m.rope_theta;
   RandomConfigOptions ro;
   ro.attention_bias = o.attention_bias;

@@ -27,6 +27,9 @@ struct MakeModelOptions {
   // llama / qwen3: config attention_bias = true and q/k/v/o_proj biases (transformers' layout for
   // those architectures); qwen2 always has q/k/v biases and no o_proj bias.
   bool attention_bias = false;
+  // config.json's rope_scaling object as JSON text (e.g. {"rope_type":"yarn","factor":4}); empty:
+  // null. Checked like any config.json (an unsupported type is an error naming the field).
+  std::string rope_scaling;
 };
 
 // Model shape of a preset for an architecture (llama uses the Llama-3 vocabulary).

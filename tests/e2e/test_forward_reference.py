@@ -7,6 +7,7 @@ max|c - r| / max|r| <= 1e-4 (f32 weights) or 1e-2 (bf16 weights). Also a smoke t
 decode path of every arch/dtype: 8 greedy tokens from `nanovllm generate` vs the reference. It
 is weak (with tied random weights the argmax tends to repeat the last token); the real decode
 check is test_stories260k_greedy.py."""
+import dataclasses
 import json
 import os
 import sys
@@ -87,6 +88,28 @@ def run_case(arch, dtype, seed, tmp, extra=()):
     return model_dir, ref, ids
 
 
+# YaRN with a ramp through the middle of the dimensions (tiny preset: head_dim 16, theta 1e6:
+# pairs 0-1 keep, 2-3 blend, 4-7 divided by 4), factor 4 -> attention factor 1 + 0.1 ln 4 on
+# cos and sin.
+YARN = '{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}'
+
+
+def yarn_case(seed, tmp):
+    """Qwen3 f32 with YaRN rope scaling vs the reference; the case must be able to fail: the
+    reference's logits without the scaling differ from those with it by far more than the
+    tolerance."""
+    model_dir, ref, ids = run_case("qwen3", "f32", seed, tmp, ("--rope-scaling", YARN))
+    with open(os.path.join(model_dir, "config.json")) as f:
+        if json.load(f)["rope_scaling"]["rope_type"] != "yarn":
+            raise AssertionError("make-model did not write the rope_scaling given")
+    plain = RefModel(dataclasses.replace(ref.c, rope_scaling={}), ref.w)
+    diff = U.rel_err(plain.forward(ids), ref.forward(ids))
+    print(f"  yarn vs plain RoPE (reference): rel diff {diff:.3e}")
+    if not diff > 100 * TOL["f32"]:
+        raise AssertionError(f"YaRN changes the reference logits by only {diff:.3e}: the case cannot fail")
+    U.remove_tree(model_dir)
+
+
 def main():
     run = U.Runner()
     tmp = U.make_tmpdir("fwdref-")
@@ -111,6 +134,7 @@ def main():
             seed += 1
             if made is not None:
                 U.remove_tree(made[0])
+        run.case("qwen3/f32 yarn rope scaling logits vs reference", yarn_case, seed, tmp)
     finally:
         U.remove_tree(tmp)
     return run.exit_code()

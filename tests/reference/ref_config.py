@@ -67,7 +67,7 @@ def parse_config(cfg):
         qkv_bias, o_bias = attention_bias, attention_bias
     rs = cfg.get("rope_scaling") or {}
     rope_type = rs.get("rope_type", rs.get("type", "default")) if rs else "default"
-    if rope_type not in ("default", "linear", "llama3"):
+    if rope_type not in ("default", "linear", "llama3", "yarn"):
         raise ValueError(f"unsupported rope_scaling type {rope_type}")
     return RefConfig(
         arch=arch,
@@ -109,6 +109,8 @@ def rope_inv_freq(c):
     rs = c.rope_scaling
     if not rs:
         return inv
+    if rs["rope_type"] == "yarn":
+        return _yarn_inv_freq(c, inv)
     factor = float(rs.get("factor", 1.0))
     if rs["rope_type"] == "linear":
         return inv / factor
@@ -129,3 +131,55 @@ def rope_inv_freq(c):
             s = (old_ctx / w - low) / (high - low)
             out[i] = (1.0 - s) * f / factor + s * f
     return out
+
+
+def _yarn_factor(c):
+    """transformers 5: an explicit factor, else max_position_embeddings / original."""
+    rs = c.rope_scaling
+    orig = rs.get("original_max_position_embeddings") or c.max_position_embeddings
+    factor = rs.get("factor")
+    return float(factor) if factor is not None else c.max_position_embeddings / orig, float(orig)
+
+
+def _yarn_inv_freq(c, inv):
+    """YaRN (Peng et al. 2023, transformers' _compute_yarn_parameters): per dimension pair i, the
+    number of full rotations its wavelength makes over the original context decides: more than
+    beta_fast -> keep the frequency, fewer than beta_slow -> divide by factor, between -> a linear
+    ramp in i between the two dimension bounds (floored/ceiled unless truncate is false)."""
+    rs = c.rope_scaling
+    factor, orig = _yarn_factor(c)
+    d = c.head_dim
+    beta_fast = float(rs.get("beta_fast") or 32)
+    beta_slow = float(rs.get("beta_slow") or 1)
+
+    def dim_for(rotations):  # dimension index whose wavelength fits `rotations` times in orig
+        return d * math.log(orig / (rotations * 2 * math.pi)) / (2 * math.log(c.rope_theta))
+
+    lo, hi = dim_for(beta_fast), dim_for(beta_slow)
+    if rs.get("truncate", True):
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0), min(hi, d - 1)
+    if lo == hi:
+        hi += 0.001
+    ramp = np.clip((np.arange(d // 2, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0)
+    keep = 1.0 - ramp  # weight of the original (extrapolated) frequency
+    return inv / factor * (1.0 - keep) + inv * keep
+
+
+def rope_attention_factor(c):
+    """The factor cos and sin are multiplied by: YaRN's mscale (0.1 ln(factor) + 1, or the ratio
+    of two mscales when mscale and mscale_all_dim are given, or attention_factor); else 1."""
+    rs = c.rope_scaling
+    if not rs or rs["rope_type"] != "yarn":
+        return 1.0
+    if rs.get("attention_factor") is not None:
+        return float(rs["attention_factor"])
+    factor, _ = _yarn_factor(c)
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    m, m_all = rs.get("mscale"), rs.get("mscale_all_dim")
+    if m and m_all:
+        return mscale(factor, float(m)) / mscale(factor, float(m_all))
+    return mscale(factor)

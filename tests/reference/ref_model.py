@@ -6,7 +6,7 @@ Hq / Hkv = query / key-value heads, V = vocab_size, F = intermediate_size.
 """
 import numpy as np
 
-from ref_config import load_config, rope_inv_freq
+from ref_config import load_config, rope_attention_factor, rope_inv_freq
 from st_reader import load_model_dir
 
 
@@ -85,6 +85,7 @@ class RefModel:
         self.w = weights
         self._check_weights()
         self.inv_freq = rope_inv_freq(config)
+        self.rope_scale = rope_attention_factor(config)  # YaRN scales cos and sin; else 1
 
     @classmethod
     def from_dir(cls, model_dir):
@@ -170,6 +171,7 @@ class RefModel:
             cache = KVCache(c.num_hidden_layers)
         start = cache.length
         cos, sin = rope_cos_sin(self.inv_freq, np.arange(start, start + ids.size))
+        cos, sin = cos * self.rope_scale, sin * self.rope_scale
         x = self.embed[ids]  # [T, E]
         for i, L in enumerate(self.layers):
             h = x + self._attention(rms_norm(x, L["in_norm"], c.rms_norm_eps), L, i, cache, start, cos, sin)

@@ -111,6 +111,41 @@ TEST(ModelConfig, RopeScalingVariants) {
   EXPECT_EQ(l3.rope_scaling.original_max_position_embeddings, 8192);
 }
 
+// Qwen3's documented YaRN setting: factor 4 over a 32768 pre-training context; the model then
+// takes 131072 tokens (vLLM's rule), not max_position_embeddings (40960).
+TEST(ModelConfig, Yarn) {
+  auto y = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling",
+           R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})"),
+      "x");
+  EXPECT_EQ(y.rope_scaling.type, "yarn");
+  EXPECT_DOUBLE_EQ(y.rope_scaling.factor, 4.0);
+  EXPECT_DOUBLE_EQ(y.rope_scaling.beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(y.rope_scaling.beta_slow, 1.0);
+  EXPECT_NEAR(y.rope_scaling.attention_factor, 1.0 + 0.1 * std::log(4.0), 1e-15);
+  EXPECT_NEAR(rope_attention_factor(y), 1.0 + 0.1 * std::log(4.0), 1e-15);
+  EXPECT_EQ(y.max_context_len(), 131072);
+  // No factor: max_position_embeddings / original (40960 / 10240 = 4); no original: the model's.
+  auto implicit = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling", R"({"type": "yarn", "original_max_position_embeddings": 10240})"), "x");
+  EXPECT_DOUBLE_EQ(implicit.rope_scaling.factor, 4.0);
+  auto no_orig = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling", R"({"rope_type": "yarn", "factor": 2.0})"), "x");
+  EXPECT_EQ(no_orig.rope_scaling.original_max_position_embeddings, 40960);
+  EXPECT_EQ(no_orig.max_context_len(), 81920);
+  // mscale / mscale_all_dim (DeepSeek's form): the ratio of the two magnitudes.
+  auto ms = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling",
+           R"({"rope_type": "yarn", "factor": 4.0, "mscale": 2.0, "mscale_all_dim": 1.0})"),
+      "x");
+  EXPECT_NEAR(ms.rope_scaling.attention_factor, (1 + 0.2 * std::log(4.0)) / (1 + 0.1 * std::log(4.0)), 1e-15);
+  auto af = ModelConfig::from_json_text(
+      with(kQwen3, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0, "attention_factor": 0.5})"), "x");
+  EXPECT_DOUBLE_EQ(af.rope_scaling.attention_factor, 0.5);
+  EXPECT_EQ(ModelConfig::from_json_text(kQwen3, "x").max_context_len(), 40960);
+  EXPECT_DOUBLE_EQ(rope_attention_factor(ModelConfig::from_json_text(kQwen3, "x")), 1.0);
+}
+
 // The README's "Supported models" table is the registry: a new src/models/arch/ file without its
 // docs row (or a row without a file) fails here. An unknown name's error lists every one.
 TEST(ArchitectureRegistry, ReadmeTableMatchesRegistry) {
@@ -157,9 +192,21 @@ TEST(ModelConfig, Errors) {
   expect_error(
       [] {
         ModelConfig::from_json_text(
-            with(kQwen3, "rope_scaling", R"({"rope_type": "yarn", "factor": 4.0})"), "c.json");
+            with(kQwen3, "rope_scaling", R"({"rope_type": "dynamic", "factor": 4.0})"), "c.json");
       },
-      {"rope_scaling.rope_type", "yarn"});
+      {"rope_scaling.rope_type", "dynamic", "yarn"});
+  expect_error(
+      [] {
+        ModelConfig::from_json_text(
+            with(kQwen3, "rope_scaling", R"({"rope_type": "yarn", "factor": 2, "beta_fast": 1, "beta_slow": 2})"),
+            "c.json");
+      },
+      {"rope_scaling.beta_fast", "c.json"});
+  expect_error(
+      [] {
+        ModelConfig::from_json_text(with(kQwen3, "rope_scaling", R"({"rope_type": "yarn"})"), "c.json");
+      },
+      {"rope_scaling.factor"});
   expect_error(
       [] {
         ModelConfig::from_json_text(with(kQwen3, "rope_scaling", R"({"rope_type": "llama3"})"),
@@ -229,6 +276,25 @@ TEST(RopeInvFreq, Llama3) {
   EXPECT_NEAR(f[1], 0.1, 1e-15);
   EXPECT_NEAR(f[2], 0.0029753525068469478, 1e-15);
   EXPECT_NEAR(f[3], 0.001 / 8, 1e-15);
+}
+
+// YaRN with D = 16, theta = 10000 (frequencies 10^(-i/2), i = 0..7), original context 2048,
+// beta 32 / 1: the dimension bounds are 16 ln(2048 / (2 pi r)) / (2 ln 10000) = 2.016 (r = 32)
+// -> floor 2 and 5.026 (r = 1) -> ceil 6, so the ramp (i - 2) / 4 is 0 for i <= 2 (keep), 1
+// for i >= 6 (divide by the factor 4) and 1/4, 1/2, 3/4 between:
+// f_i = 10^(-i/2) * (ramp / 4 + 1 - ramp).
+TEST(RopeInvFreq, Yarn) {
+  ModelConfig c;
+  c.head_dim = 16;
+  c.rope_theta = 10000;
+  c.rope_scaling.type = "yarn";
+  c.rope_scaling.factor = 4;
+  c.rope_scaling.original_max_position_embeddings = 2048;
+  auto f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), 8u);
+  const double ramp[8] = {0, 0, 0, 0.25, 0.5, 0.75, 1, 1};
+  for (int i = 0; i < 8; ++i)
+    EXPECT_NEAR(f[size_t(i)], std::pow(10.0, -i / 2.0) * (ramp[i] / 4 + 1 - ramp[i]), 1e-15) << i;
 }
 
 // The real checkpoints in ../shared/data.

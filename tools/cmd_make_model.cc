@@ -21,7 +21,7 @@ int run_make_model(int argc, char** argv) {
       ->check(CLI::IsMember(arch_names))
       ->capture_default_str();
   app.add_option("--preset", o.preset, "model size")
-      ->check(CLI::IsMember({"tiny", "small", "qwen3-0.6b"}))
+      ->check(CLI::IsMember({"tiny", "small", "qwen3-0.6b", "qwen3-30b-a3b-layer", "qwen3-moe-2b"}))
       ->capture_default_str();
   app.add_option("--dtype", dtype, "weight dtype")
       ->check(CLI::IsMember({"f32", "bf16", "f16"}))

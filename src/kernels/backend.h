@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/moe.h"
 #include "kernels/quantized.h"
 #include "kernels/sampling.h"
 #include "kernels/step_executor.h"
@@ -92,6 +93,11 @@ class Backend {
              name(), " backend (only on the CPU)");
     return LinearWeight{to_device(host), nullptr};
   }
+  // A mixture-of-experts layer's E experts (kernels/moe.h), each loaded by `load` and placed
+  // like prepare_linear places a weight (quantized with `scheme` where the backend can).
+  // Default: prepare_linear per expert; CUDA keeps dense experts in one allocation.
+  virtual MoeExperts prepare_moe_experts(int64_t num_experts, int64_t hidden, int64_t intermediate,
+                                         const MoeExpertLoader& load, const QuantScheme& scheme);
   // Copies a device tensor into a new host tensor.
   virtual Tensor to_host(const Tensor& t) = 0;
   // Makes BatchTensors from a HostBatch after checking its layout (check_batch_layout: array
@@ -155,6 +161,18 @@ class Backend {
   void gather_rows(const Tensor& x, const Tensor& idx, Tensor& out);
   // a += b (elementwise, same shape and act dtype). Tensor-parallel partial sums on one device.
   void add_inplace(Tensor& a, const Tensor& b);
+  // Mixture-of-experts router: per row of logits [T, E] (act or F32), the top_k largest of
+  // softmax(row) in decreasing order (equal probabilities: the lower expert id first): ids I32
+  // [T, top_k] and probabilities F32 [T, top_k], divided by their sum when `normalize`
+  // (Qwen3-MoE's norm_topk_prob). Computed in F32 from the logits as given (the router is exact:
+  // never quantized). 1 <= top_k <= E.
+  void moe_route(const Tensor& logits, int top_k, bool normalize, Tensor& ids, Tensor& weights);
+  // Mixture-of-experts MLP: out[t] = sum_j weights[t, j] * down_e(silu(gate_e x_t) * up_e x_t),
+  // e = ids[t, j]. x [T, H] act, ids I32 [T, k], weights F32 [T, k], out [T, H] x's dtype (fully
+  // written). An id outside [0, E) contributes nothing. Tokens are grouped by expert, so each
+  // active expert's weights are read once per call, not once per token.
+  void moe_experts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                   const Tensor& weights, Tensor& out);
   // One token per row of logits [S, V] (F32 on this backend's device) with batch.rows[r] as
   // row r's parameters; the definition is in kernels/sampling.h. Only the S tokens and the
   // requested logprobs come back to the host. Throws on bad input (validate_sampling_batch).
@@ -182,6 +200,10 @@ class Backend {
                               const BatchTensors& batch, const AttentionParams& p,
                               Tensor& out) = 0;
   virtual void gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& out) = 0;
+  virtual void moe_route_impl(const Tensor& logits, int top_k, bool normalize, Tensor& ids,
+                              Tensor& weights) = 0;
+  virtual void moe_experts_impl(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                                const Tensor& weights, Tensor& out) = 0;
   virtual void add_inplace_impl(Tensor& a, const Tensor& b) = 0;
 };
 

@@ -244,6 +244,48 @@ void add_inplace(const Backend& be, const Tensor& a, const Tensor& b) {
   same_shape_dtype(a, b, "add_inplace", "b");
 }
 
+void moe_route(const Backend& be, const Tensor& logits, int top_k, const Tensor& ids,
+               const Tensor& weights) {
+  act(be, logits, "moe_route", "logits");
+  i32(be, ids, "moe_route", "ids");
+  on_device(be, weights, "moe_route", "weights");
+  NV_CHECK(logits.ndim() == 2, "moe_route: logits ", logits.str(), " must be [T, E]");
+  const int64_t T = logits.size(0), E = logits.size(1);
+  NV_CHECK(top_k >= 1 && top_k <= E, "moe_route: top_k ", top_k, " must be in [1, ", E, "]");
+  NV_CHECK(ids.shape() == Shape({T, top_k}), "moe_route: ids ", ids.str(), " must be I32[", T, ", ",
+           top_k, "]");
+  NV_CHECK(weights.shape() == Shape({T, top_k}) && weights.dtype() == DType::F32, "moe_route: weights ",
+           weights.str(), " must be F32[", T, ", ", top_k, "]");
+}
+
+void moe_experts(const Backend& be, const Tensor& x, const MoeExperts& ex, const Tensor& ids,
+                 const Tensor& weights, const Tensor& out) {
+  act(be, x, "moe_experts", "x");
+  i32(be, ids, "moe_experts", "ids");
+  on_device(be, weights, "moe_experts", "weights");
+  on_device(be, out, "moe_experts", "out");
+  NV_CHECK(x.ndim() == 2 && x.size(1) == ex.hidden, "moe_experts: x ", x.str(), " must be [T, ",
+           ex.hidden, "]");
+  const int64_t T = x.size(0);
+  NV_CHECK(ex.num_experts() > 0 && ex.down.size() == ex.gate_up.size() && ex.intermediate > 0,
+           "moe_experts: ", ex.gate_up.size(), " gate_up and ", ex.down.size(),
+           " down weights (intermediate ", ex.intermediate, ") do not make a set of experts");
+  for (int64_t e = 0; e < ex.num_experts(); ++e) {
+    const LinearWeight& gu = ex.gate_up[size_t(e)];
+    const LinearWeight& dn = ex.down[size_t(e)];
+    NV_CHECK(gu.out_features() == 2 * ex.intermediate && dn.out_features() == ex.hidden,
+             "moe_experts: expert ", e, " has ", gu.out_features(), " gate_up and ",
+             dn.out_features(), " down rows, expected ", 2 * ex.intermediate, " and ", ex.hidden);
+    if (!gu.quantized()) floating(be, gu.dense, "moe_experts", "gate_up");
+    if (!dn.quantized()) floating(be, dn.dense, "moe_experts", "down");
+  }
+  NV_CHECK(ids.ndim() == 2 && ids.size(0) == T && ids.size(1) >= 1, "moe_experts: ids ", ids.str(),
+           " must be I32[", T, ", k]");
+  NV_CHECK(weights.shape() == ids.shape() && weights.dtype() == DType::F32, "moe_experts: weights ",
+           weights.str(), " must be F32", shape_str(ids.shape()));
+  same_shape_dtype(x, out, "moe_experts", "out");
+}
+
 }  // namespace contract
 
 // --- Backend's op fronts: the contract, then the implementation ------------------------------
@@ -273,6 +315,28 @@ void Backend::linear_quantized(const Tensor& x, const QuantizedWeight& w, const 
 void Backend::linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) {
   contract::linear(*this, x, w, bias, out);
   linear_impl(x, w, bias, out);
+}
+void Backend::moe_route(const Tensor& logits, int top_k, bool normalize, Tensor& ids,
+                        Tensor& weights) {
+  contract::moe_route(*this, logits, top_k, ids, weights);
+  moe_route_impl(logits, top_k, normalize, ids, weights);
+}
+void Backend::moe_experts(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                          const Tensor& weights, Tensor& out) {
+  contract::moe_experts(*this, x, experts, ids, weights, out);
+  moe_experts_impl(x, experts, ids, weights, out);
+}
+MoeExperts Backend::prepare_moe_experts(int64_t num_experts, int64_t hidden, int64_t intermediate,
+                                        const MoeExpertLoader& load, const QuantScheme& scheme) {
+  MoeExperts ex;
+  ex.hidden = hidden;
+  ex.intermediate = intermediate;
+  for (int64_t e = 0; e < num_experts; ++e) {
+    auto [gate_up, down] = load(e);
+    ex.gate_up.push_back(prepare_linear(gate_up, scheme));
+    ex.down.push_back(prepare_linear(down, scheme));
+  }
+  return ex;
 }
 void Backend::silu_and_mul(const Tensor& gate_up, Tensor& out) {
   contract::silu_and_mul(*this, gate_up, out);

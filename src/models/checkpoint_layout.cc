@@ -10,6 +10,10 @@ std::string layer_tensor(const ModelConfig& c, int layer, const std::string& nam
   return c.arch->names.layer_prefix + std::to_string(layer) + "." + name + "." + suffix;
 }
 
+std::string expert_tensor(const ModelConfig& c, int layer, int64_t expert, const std::string& name) {
+  return layer_tensor(c, layer, c.arch->names.experts + "." + std::to_string(expert) + "." + name);
+}
+
 std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& c) {
   NV_CHECK(c.arch != nullptr, "a ModelConfig without an architecture");
   const TensorNames& n = c.arch->names;
@@ -38,9 +42,19 @@ std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& c) {
       w(n.q_norm, {D});
       w(n.k_norm, {D});
     }
-    w(n.gate_proj, {I, H});
-    w(n.up_proj, {I, H});
-    w(n.down_proj, {H, I});
+    if (c.is_moe_layer(l)) {
+      const int64_t E = c.num_experts, Im = c.moe_intermediate_size;
+      w(n.router, {E, H});
+      for (int64_t e = 0; e < E; ++e) {
+        v.push_back({expert_tensor(c, l, e, n.expert_gate), {Im, H}});
+        v.push_back({expert_tensor(c, l, e, n.expert_up), {Im, H}});
+        v.push_back({expert_tensor(c, l, e, n.expert_down), {H, Im}});
+      }
+    } else {
+      w(n.gate_proj, {I, H});
+      w(n.up_proj, {I, H});
+      w(n.down_proj, {H, I});
+    }
   }
   return v;
 }

@@ -21,5 +21,7 @@ std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& c);
 
 // "model.layers.<l>.<name>.<suffix>" with the architecture's layer prefix.
 std::string layer_tensor(const ModelConfig& c, int layer, const std::string& name, const char* suffix = "weight");
+// "model.layers.<l>.mlp.experts.<e>.<name>.weight": expert e's weight in an MoE layer.
+std::string expert_tensor(const ModelConfig& c, int layer, int64_t expert, const std::string& name);
 
 }  // namespace nanovllm

@@ -104,10 +104,27 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     }
     L.in_norm = upload(load_replicated(ws, w(n.input_norm), {H}));
     L.post_norm = upload(load_replicated(ws, w(n.post_attention_norm), {H}));
-    L.gate_up_w = upload_linear(load_column_parallel(ws, {w(n.gate_proj), w(n.up_proj)}, {{I, H}, {I, H}},
-                                                     {i_rows, i_rows}),
-                                opt.linear_quant);
-    L.down_w = upload_linear(load_row_parallel(ws, w(n.down_proj), {H, I}, tp), opt.linear_quant);
+    if (c.is_moe_layer(l)) {
+      const int64_t E = c.num_experts, Im = c.moe_intermediate_size;
+      const RowRange mi_rows{shard.rank * shard.moe_intermediate, shard.moe_intermediate};
+      L.moe = true;
+      L.router = upload(load_replicated(ws, w(n.router), {E, H}));
+      auto ew = [&](int64_t e, const std::string& name) { return expert_tensor(c, l, e, name); };
+      L.experts = be.prepare_moe_experts(
+          E, H, shard.moe_intermediate,
+          [&](int64_t e) {
+            return std::pair{load_column_parallel(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
+                                                  {{Im, H}, {Im, H}}, {mi_rows, mi_rows}),
+                             load_row_parallel(ws, ew(e, n.expert_down), {H, Im}, tp)};
+          },
+          opt.linear_quant);
+      weight_bytes_ += L.experts.nbytes();
+    } else {
+      L.gate_up_w = upload_linear(load_column_parallel(ws, {w(n.gate_proj), w(n.up_proj)}, {{I, H}, {I, H}},
+                                                       {i_rows, i_rows}),
+                                  opt.linear_quant);
+      L.down_w = upload_linear(load_row_parallel(ws, w(n.down_proj), {H, I}, tp), opt.linear_quant);
+    }
     layers_.push_back(std::move(L));
   }
   check_all_tensors_used(c, ws);
@@ -150,6 +167,14 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
   Tensor attn = be_.empty({T, int64_t(hq) * D}, act);
   Tensor gate_up = be_.empty({T, 2 * I}, act);
   Tensor mlp = be_.empty({T, I}, act);
+  Tensor router_logits, topk_ids, topk_w, moe_out;  // MoE layers only
+  if (cfg_.num_experts > 0) {
+    const int64_t k = cfg_.num_experts_per_tok;
+    router_logits = be_.empty({T, int64_t(cfg_.num_experts)}, act);
+    topk_ids = be_.empty({T, k}, DType::I32);
+    topk_w = be_.empty({T, k}, DType::F32);
+    moe_out = be_.empty({T, H}, act);
+  }
 
   // Vocab-parallel: each rank embeds the ids in its rows (zeros elsewhere); the sum is the lookup.
   be_.embedding(batch.input_ids, embed_, shard_.vocab_begin, residual);
@@ -169,10 +194,17 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
     be_.linear(attn, L.o_w, L.o_b && shard_.rank == 0 ? &L.o_b : nullptr, x);
     if (tp) comm_->all_reduce_sum(x);  // row-parallel o_proj: sum of the ranks' head groups
     be_.add_rms_norm(x, residual, L.post_norm, eps);
-    be_.linear(x, L.gate_up_w, nullptr, gate_up);
-    be_.silu_and_mul(gate_up, mlp);
-    be_.linear(mlp, L.down_w, nullptr, x);
-    if (tp) comm_->all_reduce_sum(x);  // row-parallel down_proj
+    if (L.moe) {
+      be_.linear(x, L.router, nullptr, router_logits);
+      be_.moe_route(router_logits, cfg_.num_experts_per_tok, cfg_.norm_topk_prob, topk_ids, topk_w);
+      be_.moe_experts(x, L.experts, topk_ids, topk_w, moe_out);
+      std::swap(x, moe_out);  // x is the block's output, as after down_proj
+    } else {
+      be_.linear(x, L.gate_up_w, nullptr, gate_up);
+      be_.silu_and_mul(gate_up, mlp);
+      be_.linear(mlp, L.down_w, nullptr, x);
+    }
+    if (tp) comm_->all_reduce_sum(x);  // row-parallel down_proj (MoE: every expert's)
   }
   be_.add_rms_norm(x, residual, final_norm_, eps);
   Tensor hidden = be_.empty({batch.logits_indices.numel(), H}, act);

@@ -4,6 +4,8 @@
 // Per layer (T tokens):  x[T,H] -> add_rms_norm -> qkv = x W_qkv^T (+b) [T,(Hq+2Hkv)D]
 //   -> q/k norm (Qwen3) + RoPE -> store K,V by slot_mapping -> paged attention [T,Hq*D]
 //   -> o_proj [T,H] -> add_rms_norm -> gate_up [T,2I] -> silu*mul [T,I] -> down [T,H]
+//   (MoE layers instead: router logits x W_r^T [T,E] -> top-k experts per token [T,k] ->
+//   moe_experts [T,H]: each token's k experts' MLPs weighted by their router probabilities)
 // Final: add_rms_norm, gather logits_indices rows -> hidden [S,H] (forward_hidden), then the
 // LM head -> logits [S,V] F32 (compute_logits). The split lets a CUDA graph capture the
 // hidden-state forward only: its persistent output is [bs, H], never [bs, V].
@@ -71,8 +73,11 @@ class DecoderModel {
 
  private:
   struct Layer {
-    LinearWeight qkv_w, o_w, gate_up_w, down_w;
+    LinearWeight qkv_w, o_w, gate_up_w, down_w;  // gate_up / down: dense MLP layers
     Tensor qkv_b, o_b, q_norm, k_norm, in_norm, post_norm;
+    bool moe = false;
+    Tensor router;       // MoE: [E, H], never quantized (the routing stays exact)
+    MoeExperts experts;  // MoE: the rank's slice of every expert
   };
   Tensor upload(const Tensor& host);
   static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);

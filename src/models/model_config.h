@@ -43,6 +43,15 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v bias (Qwen2 always; Llama/Qwen3 per config)
   bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3: attention_bias; Qwen2 never)
   bool qk_norm = false;         // Qwen3 per-head q/k RMSNorm
+  // Mixture of experts (Qwen3-MoE): a sparse MLP block in the layers marked in moe_layers (the
+  // others keep the dense MLP of intermediate_size). Router: softmax over num_experts, the top
+  // num_experts_per_tok, renormalized to sum 1 when norm_topk_prob.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;  // each expert's intermediate size
+  bool norm_topk_prob = false;
+  std::vector<bool> moe_layers;   // [num_hidden_layers] or empty (no MoE layer)
+  bool is_moe_layer(int l) const { return l >= 0 && size_t(l) < moe_layers.size() && moe_layers[size_t(l)]; }
   DType torch_dtype = DType::BF16;  // from_json_text: float32 when the config names none
   std::string hidden_act = "silu";
   // from config.json; from_dir() appends generation_config.json's eos ids not already listed

@@ -21,6 +21,9 @@ TpShard TpShard::plan(const ModelConfig& c, int rank, int world) {
   if (c.intermediate_size % world != 0)
     NV_THROW("tensor_parallel_size ", world, " does not divide the model's intermediate_size (",
              c.intermediate_size, ")");
+  if (c.num_experts > 0 && c.moe_intermediate_size % world != 0)
+    NV_THROW("tensor_parallel_size ", world, " does not divide the model's moe_intermediate_size (",
+             c.moe_intermediate_size, ")");
   TpShard s;
   s.rank = rank;
   s.world = world;
@@ -41,6 +44,7 @@ TpShard TpShard::plan(const ModelConfig& c, int rank, int world) {
            s.q_head_begin + s.num_q_heads, ") do not map onto KV heads [", s.kv_head_begin, ", ",
            s.kv_head_begin + s.num_kv_heads, ")");
   s.intermediate = c.intermediate_size / world;
+  s.moe_intermediate = c.moe_intermediate_size / world;
   s.vocab_rows = (int64_t(c.vocab_size) + world - 1) / world;
   s.vocab_begin = int64_t(rank) * s.vocab_rows;
   return s;

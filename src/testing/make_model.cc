@@ -150,8 +150,13 @@ ModelShape preset_shape(const std::string& arch, const std::string& preset) {
     m = {256, 768, 4, 8, 4, 32, 0, 4096, 0, 0};
   } else if (preset == "qwen3-0.6b") {
     m = {1024, 3072, 28, 16, 8, 128, 0, 40960, 0, 0};
+  } else if (preset == "qwen3-30b-a3b-layer") {  // one layer of Qwen3-30B-A3B (benchmarks)
+    m = {2048, 6144, 1, 32, 4, 128, 0, 40960, 0, 0};
+  } else if (preset == "qwen3-moe-2b") {  // three such layers: ~2.2B parameters with qwen3_moe
+    m = {2048, 6144, 3, 32, 4, 128, 0, 40960, 0, 0};
   } else {
-    NV_THROW("unknown preset '", preset, "' (expected tiny, small or qwen3-0.6b)");
+    NV_THROW("unknown preset '", preset, "' (expected tiny, small, qwen3-0.6b, qwen3-30b-a3b-layer or "
+             "qwen3-moe-2b)");
   }
   const bool llama = a.tokenizer == "llama3";  // the tokenizer family sets vocabulary, rope, eps
   m.vocab = llama ? 128256 : 151936;
@@ -246,6 +251,7 @@ void make_random_model(const MakeModelOptions& o) {
   c["rope_theta"] = m.rope_theta;
   RandomConfigOptions ro;
   ro.attention_bias = o.attention_bias;
+  ro.preset = o.preset;
   if (arch.random_config) arch.random_config(c, ro);
   c["tie_word_embeddings"] = true;
   c["torch_dtype"] = dt_name;

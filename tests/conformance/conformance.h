@@ -82,6 +82,7 @@ void add_elementwise_cases(std::vector<Case>& out);
 void add_linear_cases(std::vector<Case>& out, DType act);
 void add_attention_cases(std::vector<Case>& out);
 void add_error_cases(std::vector<Case>& out);
+void add_moe_cases(std::vector<Case>& out);
 
 // gtest: a case prints as its name.
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }

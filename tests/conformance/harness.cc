@@ -131,6 +131,7 @@ std::vector<Case> all_cases(DType act) {
   add_linear_cases(out, act);
   add_attention_cases(out);
   add_error_cases(out);
+  add_moe_cases(out);
   return out;
 }
 

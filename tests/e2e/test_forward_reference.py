@@ -20,7 +20,8 @@ import e2e_util as U  # noqa: E402
 from ref_model import RefModel  # noqa: E402
 
 TOL = {"f32": 1e-4, "bf16": 1e-2}
-EXPECT_ARCH = {"qwen3": "Qwen3ForCausalLM", "qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM"}
+EXPECT_ARCH = {"qwen3": "Qwen3ForCausalLM", "qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM",
+               "qwen3_moe": "Qwen3MoeForCausalLM"}
 PROMPT_LEN = 64
 GEN_PROMPT_LEN, GEN_TOKENS = 16, 8
 
@@ -115,7 +116,8 @@ def main():
     tmp = U.make_tmpdir("fwdref-")
     try:
         seed = 11
-        for arch in ("qwen3", "qwen2", "llama"):
+        # qwen3_moe tiny: layer 0 a sparse MoE block (8 experts, top 2), layer 1 dense.
+        for arch in ("qwen3", "qwen2", "llama", "qwen3_moe"):
             for dtype in ("f32", "bf16"):
                 made = run.case(f"{arch}/{dtype} logits vs reference", run_case, arch, dtype, seed, tmp)
                 seed += 1

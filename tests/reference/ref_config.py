@@ -10,6 +10,7 @@ ARCHS = {
     "LlamaForCausalLM": "llama",
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
 }
 
 
@@ -34,6 +35,12 @@ class RefConfig:
     max_position_embeddings: int = 2048
     bos_token_id: int = None
     eos_token_id: object = None
+    # Qwen3-MoE (transformers' Qwen3MoeConfig defaults when absent)
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = False
+    moe_layers: list = field(default_factory=list)  # per layer: sparse MoE block?
 
 
 def parse_config(cfg):
@@ -44,7 +51,7 @@ def parse_config(cfg):
             arch = ARCHS[a]
     if arch is None:
         mt = cfg.get("model_type")
-        if mt in ("llama", "qwen2", "qwen3"):
+        if mt in ("llama", "qwen2", "qwen3", "qwen3_moe"):
             arch = mt
         else:
             raise ValueError(f"unsupported architecture {archs} / model_type {mt}")
@@ -85,10 +92,29 @@ def parse_config(cfg):
         qkv_bias=qkv_bias,
         o_bias=o_bias,
         mlp_bias=bool(cfg.get("mlp_bias", False)) if arch == "llama" else False,
-        qk_norm=(arch == "qwen3"),
+        qk_norm=(arch in ("qwen3", "qwen3_moe")),
         max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
         bos_token_id=cfg.get("bos_token_id"),
         eos_token_id=cfg.get("eos_token_id"),
+        **_moe_fields(cfg, arch),
+    )
+
+
+def _moe_fields(cfg, arch):
+    """Qwen3MoeDecoderLayer: layer i is sparse when i is not in mlp_only_layers and
+    num_experts > 0 and (i + 1) % decoder_sparse_step == 0."""
+    if arch != "qwen3_moe":
+        return {}
+    n_layers = int(cfg["num_hidden_layers"])
+    experts = int(cfg.get("num_experts", 128))
+    step = int(cfg.get("decoder_sparse_step", 1))
+    dense = set(cfg.get("mlp_only_layers") or [])
+    return dict(
+        num_experts=experts,
+        num_experts_per_tok=int(cfg.get("num_experts_per_tok", 8)),
+        moe_intermediate_size=int(cfg.get("moe_intermediate_size", 768)),
+        norm_topk_prob=bool(cfg.get("norm_topk_prob", False)),
+        moe_layers=[i not in dense and experts > 0 and (i + 1) % step == 0 for i in range(n_layers)],
     )
 
 

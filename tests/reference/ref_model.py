@@ -119,10 +119,18 @@ class RefModel:
                 "k": self._get(p + "self_attn.k_proj.weight", (hkv * d, e)),
                 "v": self._get(p + "self_attn.v_proj.weight", (hkv * d, e)),
                 "o": self._get(p + "self_attn.o_proj.weight", (e, hq * d)),
-                "gate": self._get(p + "mlp.gate_proj.weight", (f, e)),
-                "up": self._get(p + "mlp.up_proj.weight", (f, e)),
-                "down": self._get(p + "mlp.down_proj.weight", (e, f)),
             }
+            if c.moe_layers and c.moe_layers[i]:
+                m = c.moe_intermediate_size
+                L["router"] = self._get(p + "mlp.gate.weight", (c.num_experts, e))
+                L["experts"] = [(self._get(p + f"mlp.experts.{j}.gate_proj.weight", (m, e)),
+                                 self._get(p + f"mlp.experts.{j}.up_proj.weight", (m, e)),
+                                 self._get(p + f"mlp.experts.{j}.down_proj.weight", (e, m)))
+                                for j in range(c.num_experts)]
+            else:
+                L["gate"] = self._get(p + "mlp.gate_proj.weight", (f, e))
+                L["up"] = self._get(p + "mlp.up_proj.weight", (f, e))
+                L["down"] = self._get(p + "mlp.down_proj.weight", (e, f))
             if c.qkv_bias:
                 L["q_b"] = self._get(p + "self_attn.q_proj.bias", (hq * d,))
                 L["k_b"] = self._get(p + "self_attn.k_proj.bias", (hkv * d,))
@@ -142,6 +150,25 @@ class RefModel:
         y = x @ L[name].T
         b = L.get(name + "_b")
         return y if b is None else y + b
+
+    def _moe(self, x, L):
+        """Qwen3MoeSparseMoeBlock: router probabilities softmax(x W_r^T) per token, its top k
+        experts (ties: the lower id), their probabilities renormalized to sum 1 when
+        norm_topk_prob; out = sum over those experts of p * down(silu(gate x) * up x)."""
+        c = self.c
+        logits = x @ L["router"].T  # [T, E]
+        p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            top = sorted(range(c.num_experts), key=lambda j: (-p[t, j], j))[:c.num_experts_per_tok]
+            w = p[t, top]
+            if c.norm_topk_prob:
+                w = w / w.sum()
+            for j, wj in sorted(zip(top, w)):
+                gate, up, down = L["experts"][j]
+                out[t] += wj * (down @ (silu(gate @ x[t]) * (up @ x[t])))
+        return out
 
     def _attention(self, x, L, layer, cache, start, cos, sin):
         c = self.c
@@ -176,7 +203,10 @@ class RefModel:
         for i, L in enumerate(self.layers):
             h = x + self._attention(rms_norm(x, L["in_norm"], c.rms_norm_eps), L, i, cache, start, cos, sin)
             m = rms_norm(h, L["post_norm"], c.rms_norm_eps)
-            x = h + self._linear(silu(self._linear(m, L, "gate")) * self._linear(m, L, "up"), L, "down")
+            if "experts" in L:
+                x = h + self._moe(m, L)
+            else:
+                x = h + self._linear(silu(self._linear(m, L, "gate")) * self._linear(m, L, "up"), L, "down")
         x = rms_norm(x, self.final_norm, c.rms_norm_eps)
         return x @ self.lm_head.T
 

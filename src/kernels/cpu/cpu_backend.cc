@@ -6,6 +6,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/moe.h"
 #include "kernels/cpu/qgemm.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sampling.h"
@@ -119,6 +120,18 @@ class CpuBackend final : public Backend {
     cpu::gather_rows(x, idx, out);
   }
   void add_inplace_impl(Tensor& a, const Tensor& b) override { cpu::add_inplace(a, b); }
+  void moe_route_impl(const Tensor& logits, int top_k, bool normalize, Tensor& ids,
+                      Tensor& weights) override {
+    cpu::moe_route(logits, top_k, normalize, ids, weights, pool_);
+  }
+  void moe_experts_impl(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                        const Tensor& weights, Tensor& out) override {
+    cpu::moe_experts(x, experts, ids, weights, out, pool_,
+                     [this](const Tensor& in, const LinearWeight& w, Tensor& y) {
+                       if (w.quantized()) cpu::quantized_linear(in, *w.quant, nullptr, y, pool_);
+                       else cpu::linear(in, w.dense, nullptr, y, pool_, linear_path_);
+                     });
+  }
 
  private:
   ThreadPool pool_;

@@ -258,6 +258,72 @@ void CudaBackend::add_inplace_impl(Tensor& a, const Tensor& b) {
   launch_add_inplace(a.raw(), b.raw(), a.dtype(), a.numel(), stream_);
 }
 
+MoeExperts CudaBackend::prepare_moe_experts(int64_t num_experts, int64_t hidden,
+                                            int64_t intermediate, const MoeExpertLoader& load,
+                                            const QuantScheme& scheme) {
+  NV_CHECK(!scheme.enabled(), "--quantization ", scheme.str(), " is not supported on the ", name(),
+           " backend (only on the CPU)");
+  MoeExperts ex;
+  ex.hidden = hidden;
+  ex.intermediate = intermediate;
+  const int64_t E = num_experts, H = hidden, I = intermediate;
+  CUDA_CHECK(cudaSetDevice(device_));
+  for (int64_t e = 0; e < E; ++e) {
+    auto [gu, dn] = load(e);
+    NV_CHECK(gu.shape() == Shape({2 * I, H}) && dn.shape() == Shape({H, I}) && gu.dtype() == dn.dtype(),
+             "expert ", e, ": gate_up ", gu.str(), " and down ", dn.str(), " must be [", 2 * I, ", ", H,
+             "] and [", H, ", ", I, "] of one dtype");
+    if (e == 0) {
+      ex.gate_up_all = empty({E * 2 * I, H}, gu.dtype());
+      ex.down_all = empty({E * H, I}, dn.dtype());
+    }
+    NV_CHECK(gu.dtype() == ex.gate_up_all.dtype(), "expert ", e, " is ", dtype_name(gu.dtype()),
+             ", expert 0 ", dtype_name(ex.gate_up_all.dtype()), ": the experts must share a dtype");
+    Tensor gu_dst = ex.gate_up_all.rows(e * 2 * I, (e + 1) * 2 * I);
+    Tensor dn_dst = ex.down_all.rows(e * H, (e + 1) * H);
+    CUDA_CHECK(cudaMemcpyAsync(gu_dst.raw(), gu.raw(), gu.nbytes(), cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(dn_dst.raw(), dn.raw(), dn.nbytes(), cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host tensors go away with this iteration
+    ex.gate_up.push_back(LinearWeight{gu_dst, nullptr});
+    ex.down.push_back(LinearWeight{dn_dst, nullptr});
+  }
+  return ex;
+}
+
+void CudaBackend::moe_route_impl(const Tensor& logits, int top_k, bool normalize, Tensor& ids,
+                                 Tensor& weights) {
+  launch_moe_route(logits.raw(), logits.dtype(), logits.size(0), int(logits.size(1)), top_k,
+                   normalize, ids.data<int32_t>(), weights.data<float>(), stream_);
+}
+
+void CudaBackend::moe_experts_impl(const Tensor& x, const MoeExperts& ex, const Tensor& ids,
+                                   const Tensor& weights, Tensor& out) {
+  NV_CHECK(ex.gate_up_all.defined() && ex.down_all.defined(),
+           "moe_experts: the CUDA backend takes experts made by its prepare_moe_experts");
+  const int64_t T = x.size(0), k = ids.size(1), P = T * k;
+  MoeLaunch m;
+  m.x = x.raw();
+  m.gate_up = ex.gate_up_all.raw();
+  m.down = ex.down_all.raw();
+  m.ids = ids.data<int32_t>();
+  m.weights = weights.data<float>();
+  Tensor gu = empty({P, 2 * ex.intermediate}, x.dtype());
+  Tensor h = empty({P, ex.intermediate}, x.dtype());
+  Tensor y = empty({P, ex.hidden}, DType::F32);
+  m.gu = gu.raw();
+  m.h = h.raw();
+  m.y = y.data<float>();
+  m.out = out.raw();
+  m.T = T;
+  m.H = ex.hidden;
+  m.I = ex.intermediate;
+  m.k = int(k);
+  m.E = int(ex.num_experts());
+  m.act = x.dtype();
+  m.w_dt = ex.gate_up_all.dtype();
+  launch_moe_experts(m, stream_);
+}
+
 CudaBackend::MemoryInfo CudaBackend::memory_info() {
   CUDA_CHECK(cudaSetDevice(device_));
   size_t fr = 0, tot = 0;

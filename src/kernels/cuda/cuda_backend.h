@@ -39,6 +39,10 @@ class CudaBackend : public Backend {
   // One launch (sampler.cu); the rows, edits and masks go up in one copy, the tokens and
   // logprobs come back in one copy (sampling_op.cc).
   SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override;
+  // Dense experts only, each set in one allocation ([E * 2I, H] and [E * H, I]: moe.cu indexes
+  // experts by stride); a quantization scheme is refused like prepare_linear refuses it.
+  MoeExperts prepare_moe_experts(int64_t num_experts, int64_t hidden, int64_t intermediate,
+                                 const MoeExpertLoader& load, const QuantScheme& scheme) override;
 
   // --- CUDA-specific ----------------------------------------------------------------------
 
@@ -85,6 +89,10 @@ class CudaBackend : public Backend {
                       const BatchTensors& batch, const AttentionParams& p, Tensor& out) override;
   void gather_rows_impl(const Tensor& x, const Tensor& idx, Tensor& out) override;
   void add_inplace_impl(Tensor& a, const Tensor& b) override;
+  void moe_route_impl(const Tensor& logits, int top_k, bool normalize, Tensor& ids,
+                      Tensor& weights) override;
+  void moe_experts_impl(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
+                        const Tensor& weights, Tensor& out) override;
 
  private:
   void* pinned(size_t bytes);  // the staging buffer, after the previous upload finished

@@ -43,6 +43,28 @@ void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int6
 void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T, int64_t N,
                      cudaStream_t s);
 
+// Mixture-of-experts (moe.cu). Router: per row of logits [T, E] (act), the top k of the F32
+// softmax (ties: lower id) -> ids [T, k], weights [T, k] (renormalized when `normalize`).
+void launch_moe_route(const void* logits, DType logits_dt, int64_t T, int E, int k, bool normalize,
+                      int32_t* ids, float* weights, cudaStream_t s);
+// Experts: out[t] = sum_j weights[t, j] * down_e(silu(gate_e x_t) * up_e x_t), e = ids[t, j]
+// (outside [0, E): nothing). Dense expert weights in one allocation each.
+struct MoeLaunch {
+  const void* x = nullptr;        // [T, H] act
+  const void* gate_up = nullptr;  // [E * 2I, H] w_dt
+  const void* down = nullptr;     // [E * H, I] w_dt
+  const int32_t* ids = nullptr;   // [T, k]
+  const float* weights = nullptr; // [T, k]
+  void* gu = nullptr;             // scratch [T * k, 2I] act
+  void* h = nullptr;              // scratch [T * k, I] act
+  float* y = nullptr;             // scratch [T * k, H] F32
+  void* out = nullptr;            // [T, H] act
+  int64_t T = 0, H = 0, I = 0;
+  int k = 0, E = 0;
+  DType act = DType::BF16, w_dt = DType::BF16;
+};
+void launch_moe_experts(const MoeLaunch& m, cudaStream_t s);
+
 // Paged attention (see attention_prefill.cu / attention_decode.cu for the algorithms). Any
 // head_dim in [1, 256] and any Hq / Hkv ratio; 64 and 128 have vectorized instantiations
 // (used when the caches / qkv are 16-byte aligned), other sizes a generic one.

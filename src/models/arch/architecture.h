@@ -33,11 +33,15 @@ struct TensorNames {
   std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
   std::string input_norm = "input_layernorm", post_attention_norm = "post_attention_layernorm";
   std::string gate_proj = "mlp.gate_proj", up_proj = "mlp.up_proj", down_proj = "mlp.down_proj";
+  // MoE layers: the router [E, H] and expert e's "<experts>.<e>.<expert_gate|up|down>" weights.
+  std::string router = "mlp.gate", experts = "mlp.experts";
+  std::string expert_gate = "gate_proj", expert_up = "up_proj", expert_down = "down_proj";
 };
 
 // The make-model options an architecture's random config may look at.
 struct RandomConfigOptions {
   bool attention_bias = false;  // --attention-bias
+  std::string preset;           // --preset (MoE architectures size their experts by it)
 };
 
 struct Architecture {

@@ -56,6 +56,8 @@ class FakeBackend final : public Backend {
                             const AttentionParams&, Tensor&))
   NV_FAKE_OP(void gather_rows_impl(const Tensor&, const Tensor&, Tensor&))
   NV_FAKE_OP(void add_inplace_impl(Tensor&, const Tensor&))
+  NV_FAKE_OP(void moe_route_impl(const Tensor&, int, bool, Tensor&, Tensor&))
+  NV_FAKE_OP(void moe_experts_impl(const Tensor&, const MoeExperts&, const Tensor&, const Tensor&, Tensor&))
   NV_FAKE_OP(SampleResult sample(const Tensor&, const SamplingBatch&))
 #undef NV_FAKE_OP
  private:

@@ -111,6 +111,45 @@ TEST(ModelConfig, RopeScalingVariants) {
   EXPECT_EQ(l3.rope_scaling.original_max_position_embeddings, 8192);
 }
 
+// Qwen3-30B-A3B's config.json fields; then decoder_sparse_step and mlp_only_layers.
+TEST(ModelConfig, Qwen3Moe) {
+  std::string t = with(kQwen3, "architectures", R"(["Qwen3MoeForCausalLM"])");
+  t = with(t, "model_type", R"("qwen3_moe")");
+  t = with(t, "num_hidden_layers", "6");
+  t = with(t, "num_experts", "128");
+  t = with(t, "num_experts_per_tok", "8");
+  t = with(t, "moe_intermediate_size", "768");
+  t = with(t, "norm_topk_prob", "true");
+  t = with(t, "decoder_sparse_step", "1");
+  t = with(t, "mlp_only_layers", "[]");
+  auto c = ModelConfig::from_json_text(t, "x");
+  EXPECT_EQ(c.arch->model_type, "qwen3_moe");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.num_experts, 128);
+  EXPECT_EQ(c.num_experts_per_tok, 8);
+  EXPECT_EQ(c.moe_intermediate_size, 768);
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.moe_layers, std::vector<bool>(6, true));
+  // Sparse where (l + 1) % 2 == 0 and l not in [3]: layers 1 and 5.
+  auto s = ModelConfig::from_json_text(with(with(t, "decoder_sparse_step", "2"), "mlp_only_layers", "[3]"), "x");
+  EXPECT_EQ(s.moe_layers, (std::vector<bool>{false, true, false, false, false, true}));
+  EXPECT_FALSE(s.is_moe_layer(0));
+  EXPECT_TRUE(s.is_moe_layer(5));
+  EXPECT_FALSE(s.is_moe_layer(6));
+  // transformers' defaults when absent: 128 experts, 8 per token, 768, no renormalization.
+  auto d = ModelConfig::from_json_text(with(with(with(with(t, "num_experts", ""), "num_experts_per_tok", ""),
+                                                 "moe_intermediate_size", ""), "norm_topk_prob", ""), "x");
+  EXPECT_EQ(d.num_experts, 128);
+  EXPECT_EQ(d.num_experts_per_tok, 8);
+  EXPECT_FALSE(d.norm_topk_prob);
+  expect_error([&] { ModelConfig::from_json_text(with(t, "num_experts_per_tok", "200"), "c.json"); },
+               {"'num_experts_per_tok' (200)", "'num_experts' (128)", "c.json"});
+  expect_error([&] { ModelConfig::from_json_text(with(t, "mlp_only_layers", "[0, 6]"), "c.json"); },
+               {"'mlp_only_layers'", "[0, 6)"});
+  expect_error([&] { ModelConfig::from_json_text(with(t, "num_experts", "0"), "c.json"); },
+               {"'num_experts'", "positive"});
+}
+
 // Qwen3's documented YaRN setting: factor 4 over a 32768 pre-training context; the model then
 // takes 131072 tokens (vLLM's rule), not max_position_embeddings (40960).
 TEST(ModelConfig, Yarn) {

@@ -13,11 +13,12 @@ SHARED = os.environ.get("NANOVLLM_SHARED_DATA", os.path.join(SRC, "..", "shared"
 os.environ.setdefault("NANOVLLM_NUM_THREADS", "1")
 
 
-def make_model(out_dir, preset="tiny", seed=0):
-    """A random Qwen3 model in HF format (the Qwen3 tokenizer and chat template included)."""
+def make_model(out_dir, preset="tiny", seed=0, arch="qwen3"):
+    """A random model in HF format (Qwen3 by default; the Qwen3 tokenizer and chat template
+    included)."""
     if not os.path.exists(BIN):
         pytest.skip(f"nanovllm CLI not found at {BIN} (build it, or set NANOVLLM_BIN)")
-    subprocess.run([BIN, "make-model", "--arch", "qwen3", "--preset", preset, "--dtype", "bf16",
+    subprocess.run([BIN, "make-model", "--arch", arch, "--preset", preset, "--dtype", "bf16",
                     "--seed", str(seed), "--out", str(out_dir)],
                    check=True, capture_output=True, timeout=300)
     if not os.path.exists(os.path.join(out_dir, "tokenizer_config.json")):

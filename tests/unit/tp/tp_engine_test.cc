@@ -205,3 +205,14 @@ TEST(TensorParallel, UntiedLmHeadAndPaddedVocabulary) {
   expect_logits_match(m, 4);
   expect_tokens_match(m, {2});
 }
+
+// Qwen3-MoE (tiny: layer 0 sparse, 8 experts top 2; layer 1 dense): every rank holds every
+// expert's slice of moe_intermediate_size / N, the router is replicated, and the experts' partial
+// outputs are summed by the all-reduce after the block. The routing is computed on each rank
+// from the same (all-reduced) hidden states, so it agrees across ranks.
+TEST(TensorParallel, Qwen3MoeExpertsSliced) {
+  const std::string m = random_model("qwen3_moe");
+  expect_logits_match(m, 2);
+  expect_logits_match(m, 4);
+  expect_tokens_match(m, {2});
+}

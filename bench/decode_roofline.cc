@@ -4,7 +4,8 @@
 //                         [--lm-head-quantization H] [--json]
 //
 // The limit: a decode token reads every weight once (tied models: the embedding once, as the
-// LM head), so tok/s <= read_bandwidth / weight_bytes_per_token. On a shared VM the bandwidth
+// LM head; MoE models: the router and the token's num_experts_per_tok experts of each sparse
+// layer), so tok/s <= read_bandwidth / weight_bytes_per_token. On a shared VM the bandwidth
 // moves by +-30% within seconds, so the limit is measured in lock-step with the decode: each
 // decode step (one token, timed around LLM::step()) is paired with a pure read pass over the
 // same number of bytes (a huge-page buffer summed with AVX-512 when present, all pool threads),
@@ -89,7 +90,11 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
     const bool quantized = q.enabled() && t.ndim() == 2 &&
                            (name == head || (name.rfind("model.layers.", 0) == 0 &&
                                              ends_with(name, "_proj.weight")));
-    bytes += quantized ? double(cpu::quantized_nbytes(t.size(0), t.size(1), q)) : double(t.nbytes());
+    double b = quantized ? double(cpu::quantized_nbytes(t.size(0), t.size(1), q)) : double(t.nbytes());
+    // MoE: a token reads its num_experts_per_tok experts of num_experts (all the same size).
+    if (cfg.num_experts > 0 && name.find(".mlp.experts.") != std::string::npos)
+      b *= double(cfg.num_experts_per_tok) / cfg.num_experts;
+    bytes += b;
   }
   return bytes;
 }

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/tcp_store.h"
+#include "parallel/tcp_store.h"
 #include "engine/step_channel.h"
 
 using namespace nanovllm;

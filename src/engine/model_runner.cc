@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "dist/make_communicator.h"
+#include "parallel/make_communicator.h"
 #include "engine/config_json.h"
 #include "kernels/backend_factory.h"
 #include "kernels/batch_contract.h"

@@ -5,14 +5,14 @@
 // then the LM head, and returns the logits on the backend's device.
 //
 // Tensor parallel: every rank has a ModelRunner with its shard of the model and of the KV cache.
-// Rank 0's (the engine's) forms the group (dist/process_group.h), sends the config, and before
+// Rank 0's (the engine's) forms the group (parallel/process_group.h), sends the config, and before
 // each step broadcasts the HostBatch (engine/step_channel.h); ranks 1..N-1 run the same step
 // from it (serve_step, engine/tp_worker.h). Only rank 0 prepares batches and gets logits.
 #pragma once
 #include <memory>
 
-#include "dist/communicator.h"
-#include "dist/process_group.h"
+#include "parallel/communicator.h"
+#include "parallel/process_group.h"
 #include "engine/scheduler.h"
 #include "engine/step_channel.h"
 #include "kernels/backend.h"

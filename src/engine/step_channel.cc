@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "dist/gloo_group.h"
+#include "parallel/gloo_group.h"
 #include "util/check.h"
 
 namespace nanovllm {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "kernels/backend.h"
 
 namespace nanovllm {

@@ -3,7 +3,7 @@
 // group down (or goes away: the worker then exits through a failed collective or its watchdog).
 // `nanovllm worker` and the Python package's worker entry call it.
 #pragma once
-#include "dist/process_group.h"
+#include "parallel/process_group.h"
 
 namespace nanovllm {
 

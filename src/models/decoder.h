@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "loader/tp_slice.h"
 #include "models/model_config.h"
 #include "models/tp_shard.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/gloo_communicator.h"
-#include "dist/process_group.h"
-#include "dist/tcp_store.h"
+#include "parallel/gloo_communicator.h"
+#include "parallel/process_group.h"
+#include "parallel/tcp_store.h"
 
 using namespace nanovllm;
 using ::testing::HasSubstr;

@@ -1,4 +1,4 @@
-#include "dist/gloo_communicator.h"
+#include "parallel/gloo_communicator.h"
 
 #include <chrono>
 

@@ -1,8 +1,8 @@
 // Compiled instead of tcp_store.cc, gloo_group.cc and process_group.cc when gloo is not found
 // (the bare GPU machine's bundle has no gloo): a single rank still runs, tensor parallelism is
 // a clear error.
-#include "dist/process_group.h"
-#include "dist/worker_processes.h"
+#include "parallel/process_group.h"
+#include "parallel/worker_processes.h"
 #include "util/check.h"
 
 namespace nanovllm {

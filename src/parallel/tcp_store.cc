@@ -1,4 +1,4 @@
-#include "dist/tcp_store.h"
+#include "parallel/tcp_store.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

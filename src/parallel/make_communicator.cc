@@ -1,9 +1,9 @@
-#include "dist/make_communicator.h"
+#include "parallel/make_communicator.h"
 
 
-#include "dist/gloo_communicator.h"
-#include "dist/nccl_communicator.h"
-#include "dist/process_group.h"
+#include "parallel/gloo_communicator.h"
+#include "parallel/nccl_communicator.h"
+#include "parallel/process_group.h"
 #include "kernels/backend.h"
 
 namespace nanovllm {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/gloo_group.h"
+#include "parallel/gloo_group.h"
 
 namespace nanovllm {
 

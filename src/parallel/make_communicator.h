@@ -4,7 +4,7 @@
 #include <chrono>
 #include <memory>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 namespace nanovllm {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <memory>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 namespace nanovllm {
 

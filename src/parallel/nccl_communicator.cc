@@ -1,9 +1,9 @@
-#include "dist/nccl_communicator.h"
+#include "parallel/nccl_communicator.h"
 
 #if defined(NANOVLLM_HAVE_NCCL) && defined(NANOVLLM_HAVE_CUDA)
 #include <nccl.h>
 
-#include "dist/gloo_group.h"
+#include "parallel/gloo_group.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 

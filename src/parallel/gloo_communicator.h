@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/gloo_group.h"
+#include "parallel/communicator.h"
+#include "parallel/gloo_group.h"
 
 namespace nanovllm {
 

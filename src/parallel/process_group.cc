@@ -1,7 +1,7 @@
-#include "dist/process_group.h"
+#include "parallel/process_group.h"
 
-#include "dist/tcp_store.h"
-#include "dist/worker_processes.h"
+#include "parallel/tcp_store.h"
+#include "parallel/worker_processes.h"
 
 #include "util/check.h"
 

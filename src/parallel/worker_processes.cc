@@ -1,4 +1,4 @@
-#include "dist/worker_processes.h"
+#include "parallel/worker_processes.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 // The collectives a tensor-parallel model and engine need, behind one interface:
 //   single  world size 1: every call is a no-op (or a copy)
-//   gloo    CPU backend: host tensors, gloo over TCP (dist/gloo_group.h)
-//   nccl    CUDA backend: device tensors, enqueued on the backend's stream (dist/nccl_communicator.h)
+//   gloo    CPU backend: host tensors, gloo over TCP (parallel/gloo_group.h)
+//   nccl    CUDA backend: device tensors, enqueued on the backend's stream (parallel/nccl_communicator.h)
 // Every call is collective: all ranks make it in the same order with the same shapes. Errors
 // (a rank that died, a timeout) throw nanovllm::Error naming the operation and the rank.
 #pragma once

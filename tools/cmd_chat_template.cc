@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "chat/chat_template.h"
 #include "command.h"
-#include "tokenizer/chat_template.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 

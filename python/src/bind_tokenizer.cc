@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.h"
+#include "chat/chat_template.h"
 #include "convert.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <random>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "util/json_bounded.h"
 #include "util/progress.h"
 
@@ -31,7 +31,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   if (tokenizer_)
     structured_ = std::make_unique<StructuredDecoding>(
         *tokenizer_, eos_ids_, mc_.vocab_size,
-        structured::tool_call_format_for_template(tokenizer_->chat_template()));
+        chat::tool_call_format_for_template(tokenizer_->chat_template()));
 
   runner_ = std::make_unique<ModelRunner>(config_, mc_);
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();

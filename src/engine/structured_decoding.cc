@@ -20,7 +20,7 @@ std::span<const uint32_t> SequenceGrammar::allowed() {
 }
 
 StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids,
-                                       int vocab_size, structured::ToolCallFormat format)
+                                       int vocab_size, chat::ToolCallFormat format)
     : format_(format),
       cache_(structured::TokenIndex::from_tokenizer(
           tok, std::vector<int32_t>(eos_ids.begin(), eos_ids.end()), vocab_size)) {}

@@ -9,10 +9,10 @@
 #include <span>
 #include <vector>
 
+#include "chat/tool_call_format.h"
 #include "nanovllm/sampling_params.h"
 #include "structured/grammar_cache.h"
 #include "structured/matcher.h"
-#include "structured/tool_parser.h"
 
 namespace nanovllm {
 
@@ -40,16 +40,16 @@ class StructuredDecoding {
  public:
   // vocab_size = the model's logits width; format = the chat template's tool-call format.
   StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids, int vocab_size,
-                     structured::ToolCallFormat format);
+                     chat::ToolCallFormat format);
   // The compiled constraint (cached; every position table precomputed, so the engine thread
   // pays no trie walks). Throws structured::ConstraintError naming the unsupported feature.
   std::shared_ptr<const structured::CompiledGrammar> compile(
       const StructuredOutputsParams& p) const;
   std::unique_ptr<SequenceGrammar> start(const StructuredOutputsParams& p) const;
-  structured::ToolCallFormat tool_call_format() const { return format_; }
+  chat::ToolCallFormat tool_call_format() const { return format_; }
 
  private:
-  structured::ToolCallFormat format_;
+  chat::ToolCallFormat format_;
   mutable structured::GrammarCache cache_;
 };
 

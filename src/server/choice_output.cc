@@ -4,14 +4,30 @@ namespace nanovllm::server {
 
 using nlohmann::json;
 
+json to_openai(const chat::ToolCall& c) {
+  return {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+json to_openai(const chat::ToolCallDelta& d) {
+  json j = {{"index", d.index}};
+  json f = {{"arguments", d.arguments}};
+  if (!d.id.empty()) {
+    j["id"] = d.id;
+    j["type"] = "function";
+    f["name"] = d.name;
+  }
+  j["function"] = f;
+  return j;
+}
+
 ChoiceOutput::ChoiceOutput(const ChoiceOptions& opt) : opt_(opt) {
   if (opt_.reasoning) {
-    structured::ReasoningOptions ro;
+    chat::ReasoningOptions ro;
     ro.prompt_opened = opt_.prompt_opened;
-    reasoning_ = std::make_unique<structured::ReasoningStreamParser>(ro);
+    reasoning_ = std::make_unique<chat::ReasoningStreamParser>(ro);
   }
   if (opt_.tools)
-    tools_ = std::make_unique<structured::ToolCallStreamParser>(opt_.format, opt_.call_id_prefix);
+    tools_ = std::make_unique<chat::ToolCallStreamParser>(opt_.format, opt_.call_id_prefix);
 }
 
 std::vector<json> ChoiceOutput::reasoning_deltas(const std::string& r) {
@@ -20,13 +36,13 @@ std::vector<json> ChoiceOutput::reasoning_deltas(const std::string& r) {
   return {json{{"reasoning_content", r}}};
 }
 
-std::vector<json> ChoiceOutput::tool_deltas(const structured::ToolStreamDelta& td) {
-  structured::accumulate(td, parsed_);
+std::vector<json> ChoiceOutput::tool_deltas(const chat::ToolStreamDelta& td) {
+  chat::accumulate(td, parsed_);
   std::vector<json> out;
   if (!td.content.empty()) out.push_back(json{{"content", td.content}});
   if (!td.tool_calls.empty()) {
     json calls = json::array();
-    for (const auto& c : td.tool_calls) calls.push_back(structured::to_openai(c));
+    for (const auto& c : td.tool_calls) calls.push_back(to_openai(c));
     out.push_back(json{{"tool_calls", calls}});
   }
   return out;
@@ -45,7 +61,7 @@ static void append(std::vector<json>& to, std::vector<json> more) {
 
 std::vector<json> ChoiceOutput::push(const std::string& text) {
   if (!reasoning_) return content_deltas(text);
-  structured::ReasoningDelta d = reasoning_->push(text);
+  chat::ReasoningDelta d = reasoning_->push(text);
   std::vector<json> out = reasoning_deltas(d.reasoning);
   append(out, content_deltas(d.content));
   return out;
@@ -54,7 +70,7 @@ std::vector<json> ChoiceOutput::push(const std::string& text) {
 std::vector<json> ChoiceOutput::finish() {
   std::vector<json> out;
   if (reasoning_) {
-    structured::ReasoningDelta d = reasoning_->finish();
+    chat::ReasoningDelta d = reasoning_->finish();
     out = reasoning_deltas(d.reasoning);
     append(out, content_deltas(d.content));
   }
@@ -74,7 +90,7 @@ json ChoiceOutput::message() const {
   if (!reasoning_text_.empty()) m["reasoning_content"] = reasoning_text_;
   if (calls) {
     json arr = json::array();
-    for (const auto& c : parsed_.calls) arr.push_back(structured::to_openai(c));
+    for (const auto& c : parsed_.calls) arr.push_back(to_openai(c));
     m["tool_calls"] = arr;
   }
   return m;

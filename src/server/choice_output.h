@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "structured/reasoning_parser.h"
-#include "structured/tool_parser.h"
+#include "chat/reasoning_parser.h"
+#include "chat/tool_parser.h"
 
 namespace nanovllm::server {
 
@@ -19,9 +19,14 @@ struct ChoiceOptions {
   bool reasoning = false;  // split <think> into reasoning_content
   bool prompt_opened = false;  // the prompt ends inside <think> (DeepSeek-R1-style templates)
   bool tools = false;      // parse tool calls
-  structured::ToolCallFormat format = structured::ToolCallFormat::kHermes;
+  chat::ToolCallFormat format = chat::ToolCallFormat::kHermes;
   std::string call_id_prefix = "call_";  // per response: ids are prefix + call index
 };
+
+// OpenAI JSON of a parsed call: {"id", "type": "function", "function": {"name", "arguments"}} for
+// a message, and {"index", ["id", "type",] "function": {["name",] "arguments"}} for a stream delta.
+nlohmann::json to_openai(const chat::ToolCall& c);
+nlohmann::json to_openai(const chat::ToolCallDelta& d);
 
 class ChoiceOutput {
  public:
@@ -39,13 +44,13 @@ class ChoiceOutput {
  private:
   std::vector<nlohmann::json> reasoning_deltas(const std::string& r);
   std::vector<nlohmann::json> content_deltas(const std::string& c);
-  std::vector<nlohmann::json> tool_deltas(const structured::ToolStreamDelta& td);
+  std::vector<nlohmann::json> tool_deltas(const chat::ToolStreamDelta& td);
 
   ChoiceOptions opt_;
-  std::unique_ptr<structured::ReasoningStreamParser> reasoning_;
-  std::unique_ptr<structured::ToolCallStreamParser> tools_;
+  std::unique_ptr<chat::ReasoningStreamParser> reasoning_;
+  std::unique_ptr<chat::ToolCallStreamParser> tools_;
   std::string reasoning_text_;
-  structured::ParsedToolCalls parsed_;  // content + calls accumulated
+  chat::ParsedToolCalls parsed_;  // content + calls accumulated
 };
 
 }  // namespace nanovllm::server

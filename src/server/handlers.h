@@ -4,12 +4,12 @@
 #include <chrono>
 #include <string>
 
+#include "chat/tool_call_format.h"
 #include "server/api_error.h"
 #include "server/engine_loop.h"
 #include "server/httplib_include.h"
 #include "server/metrics.h"
 #include "server/prompt_prep.h"
-#include "structured/tool_parser.h"
 
 namespace nanovllm {
 class Tokenizer;
@@ -26,7 +26,7 @@ struct ServerContext {
   // thread's.
   const LLM* llm = nullptr;
   bool reasoning = false;  // the chat template writes <think>: split reasoning_content
-  structured::ToolCallFormat tool_format = structured::ToolCallFormat::kHermes;
+  chat::ToolCallFormat tool_format = chat::ToolCallFormat::kHermes;
   std::string model_name;                // served model name
   std::string model_path;                // --model (also accepted as a model name)
   int max_model_len = 0;

@@ -77,7 +77,7 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   if (ctx.tokenizer) {
     const std::string& tmpl = ctx.tokenizer->chat_template();
     ctx.reasoning = tmpl.find("<think>") != std::string::npos;  // Qwen3, DeepSeek-R1 style
-    ctx.tool_format = structured::tool_call_format_for_template(tmpl);
+    ctx.tool_format = chat::tool_call_format_for_template(tmpl);
   }
   ctx.model_path = llm.config().model;
   ctx.model_name = opt.served_model_name.empty() ? ctx.model_path : opt.served_model_name;

@@ -1,6 +1,6 @@
 #include "server/prompt_prep.h"
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"
 

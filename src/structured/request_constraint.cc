@@ -114,7 +114,7 @@ std::optional<StructuredOutputsParams> request_structured_outputs(const ojson& b
   return found[0].so;
 }
 
-std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p, ToolCallFormat format,
+std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p, chat::ToolCallFormat format,
                                                 JsonSchemaOptions opt) {
   if (p.empty()) return std::nullopt;
   if (p.disable_any_whitespace) opt.max_whitespace = 0;
@@ -144,7 +144,7 @@ std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p
   ojson tools = parse(p.tools, "tools");
   ojson choice = p.tool_name.empty() ? ojson("required")
                                      : ojson{{"type", "function"}, {"function", {{"name", p.tool_name}}}};
-  std::string key = ws + "tools\n" + std::string(to_string(format)) + "\n" + choice.dump() + "\n" + tools.dump();
+  std::string key = ws + "tools\n" + std::string(chat::to_string(format)) + "\n" + choice.dump() + "\n" + tools.dump();
   return RequestConstraint{"tools", key, [tools, choice, format, opt] {
                              return tool_call_grammar(tools, choice, format, opt);
                            }};
@@ -154,7 +154,7 @@ std::optional<RequestConstraint> request_constraint(const ojson& body, const Jso
   std::string param;
   std::optional<StructuredOutputsParams> so = request_structured_outputs(body, &param);
   if (!so) return std::nullopt;
-  std::optional<RequestConstraint> c = constraint_for(*so, ToolCallFormat::kHermes, opt);
+  std::optional<RequestConstraint> c = constraint_for(*so, chat::ToolCallFormat::kHermes, opt);
   c->param = param;
   return c;
 }

@@ -19,10 +19,10 @@
 #include <optional>
 #include <string>
 
+#include "chat/tool_call_format.h"
 #include "nanovllm/sampling_params.h"
 #include "structured/grammar.h"
 #include "structured/json_schema.h"
-#include "structured/tool_parser.h"
 
 namespace nanovllm::structured {
 
@@ -40,7 +40,7 @@ std::optional<StructuredOutputsParams> request_structured_outputs(const nlohmann
 // params.disable_any_whitespace overrides opt.max_whitespace with 0. Schema text is parsed with
 // the bounded JSON parser (ConstraintError when malformed or nested too deeply).
 std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& params,
-                                                ToolCallFormat format = ToolCallFormat::kHermes,
+                                                chat::ToolCallFormat format = chat::ToolCallFormat::kHermes,
                                                 JsonSchemaOptions opt = {});
 
 std::optional<RequestConstraint> request_constraint(const nlohmann::ordered_json& body,

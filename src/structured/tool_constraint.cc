@@ -55,7 +55,7 @@ ojson tool_call_schema(const ojson& tools, const std::string& only_name, const s
   return {{"anyOf", branches}};
 }
 
-Grammar tool_call_grammar(const ojson& tools, const ojson& tool_choice, ToolCallFormat format,
+Grammar tool_call_grammar(const ojson& tools, const ojson& tool_choice, chat::ToolCallFormat format,
                           const JsonSchemaOptions& opt) {
   std::string only;
   if (tool_choice.is_object()) {
@@ -66,7 +66,7 @@ Grammar tool_call_grammar(const ojson& tools, const ojson& tool_choice, ToolCall
   } else if (tool_choice != "required") {
     throw ConstraintError("tool_choice " + tool_choice.dump() + " does not constrain the output");
   }
-  bool hermes = format == ToolCallFormat::kHermes;
+  bool hermes = format == chat::ToolCallFormat::kHermes;
   ojson schema = tool_call_schema(tools, only, hermes ? "arguments" : "parameters");
   GrammarBuilder b(opt.max_states);
   int one = add_json_schema_rule(b, schema, opt);

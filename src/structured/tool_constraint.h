@@ -1,5 +1,6 @@
 // Constraints for tool_choice "required" and a named function: the output must be tool calls in
-// the model's own format (tool_parser.h), their JSON following the tools' parameter schemas.
+// the model's own format (chat/tool_call_format.h), their JSON following the tools' parameter
+// schemas.
 //   kHermes:     <tool_call>\n{"name": N, "arguments": ARGS}\n</tool_call>, one or more
 //                separated by "\n" (required), or exactly one of the named function.
 //   kLlama3Json: {"name": N, "parameters": ARGS}, one or more separated by "; " (required), or
@@ -9,9 +10,9 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "chat/tool_call_format.h"
 #include "structured/grammar.h"
 #include "structured/json_schema.h"
-#include "structured/tool_parser.h"
 
 namespace nanovllm::structured {
 
@@ -22,6 +23,6 @@ nlohmann::ordered_json tool_call_schema(const nlohmann::ordered_json& tools, con
 
 // tool_choice: "required" or {"type": "function", "function": {"name": ...}}.
 Grammar tool_call_grammar(const nlohmann::ordered_json& tools, const nlohmann::ordered_json& tool_choice,
-                          ToolCallFormat format, const JsonSchemaOptions& opt = {});
+                          chat::ToolCallFormat format, const JsonSchemaOptions& opt = {});
 
 }  // namespace nanovllm::structured

@@ -37,7 +37,7 @@ case "$SUITE" in
   # bookworm: the whole configure (CMake 3.25, the oldest we support, with the bundle) and the
   # host-only test binaries (GTest, PCRE2, utf8proc, nlohmann-json from the bundle, GCC 12);
   # the CUDA targets are compiled once, in trixie (make test's time: ~2 CPU-min instead of ~10).
-  bookworm) BUNDLE_CHECK_TARGETS=(test_util test_tokenizer test_structured) ;;
+  bookworm) BUNDLE_CHECK_TARGETS=(test_util test_tokenizer test_chat test_structured) ;;
   *) BUNDLE_CHECK_TARGETS=() ;;
 esac
 (($#)) && BUNDLE_CHECK_TARGETS=("$@")

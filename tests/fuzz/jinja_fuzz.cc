@@ -1,13 +1,13 @@
 // libFuzzer target for the chat-template interpreter (not built by default):
 //   clang++ -std=c++20 -fsanitize=fuzzer,address -Isrc -Iinclude tests/fuzz/jinja_fuzz.cc \
-//       src/tokenizer/jinja_*.cc src/tokenizer/chat_template.cc -lutf8proc -o jinja_fuzz
+//       src/chat/jinja_*.cc src/chat/chat_template.cc -lutf8proc -o jinja_fuzz
 // Any input must either render or throw nanovllm::Error: no crash, hang or other exception.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "util/check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja_value.h"
+#include "chat/chat_template.h"
+#include "chat/jinja_value.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 

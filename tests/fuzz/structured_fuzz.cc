@@ -1,4 +1,5 @@
-// libFuzzer target for constrained decoding and the output parsers (built by `make fuzz`):
+// libFuzzer target for constrained decoding (src/structured) and the output parsers (src/chat),
+// built by `make fuzz`:
 //   build-fuzz/fuzz_structured -max_total_time=300
 // Input: one mode byte, a spec, a NUL byte, then driver bytes.
 //   mode % 3 == 0: spec is a JSON schema; 1: a regex; 2: the driver bytes are model output for
@@ -12,12 +13,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "chat/reasoning_parser.h"
+#include "chat/tool_parser.h"
 #include "structured/constraints.h"
 #include "structured/matcher.h"
-#include "structured/reasoning_parser.h"
-#include "structured/tool_parser.h"
 
 using namespace nanovllm::structured;
+using namespace nanovllm::chat;
 
 namespace {
 

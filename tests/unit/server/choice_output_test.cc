@@ -117,5 +117,19 @@ TEST(ChoiceOutput, OnlyCallsMeansNullContent) {
   EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "h");
 }
 
+// A call's first delta carries id, type and name; later ones only index and argument pieces.
+TEST(ChoiceOutput, ToolCallJson) {
+  json first = to_openai(chat::ToolCallDelta{0, "call_0", "f", ""});
+  EXPECT_EQ(first["type"], "function");
+  EXPECT_EQ(first["id"], "call_0");
+  EXPECT_EQ(first["function"]["name"], "f");
+  json later = to_openai(chat::ToolCallDelta{0, "", "", "{\"q\": 1}"});
+  EXPECT_FALSE(later.contains("id"));
+  EXPECT_FALSE(later["function"].contains("name"));
+  EXPECT_EQ(later.dump(), R"({"function":{"arguments":"{\"q\": 1}"},"index":0})");
+  json m = to_openai(chat::ToolCall{"call_0", "f", "{}"});
+  EXPECT_EQ(m.dump(), R"({"function":{"arguments":"{}","name":"f"},"id":"call_0","type":"function"})");
+}
+
 }  // namespace
 }  // namespace nanovllm::server

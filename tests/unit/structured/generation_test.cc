@@ -3,6 +3,7 @@
 // membership; validate.py), and generation never gets stuck.
 #include <random>
 
+#include "chat/tool_parser.h"
 #include "structured/json_schema.h"
 #include "structured/tool_constraint.h"
 #include "test_util.h"
@@ -92,13 +93,13 @@ void run_tools(const std::shared_ptr<const TokenIndex>& vocab, int docs, uint32_
   for (auto& t : tools)
     params[t["function"]["name"]] = t["function"].value("parameters", nlohmann::ordered_json{{"type", "object"}});
   nlohmann::json cases = nlohmann::json::array();
-  for (auto& [choice, format] : {std::pair<nlohmann::ordered_json, ToolCallFormat>{"required", ToolCallFormat::kHermes},
-                                 {{{"type", "function"}, {"function", {{"name", "search"}}}}, ToolCallFormat::kLlama3Json}}) {
+  for (auto& [choice, format] : {std::pair<nlohmann::ordered_json, chat::ToolCallFormat>{"required", chat::ToolCallFormat::kHermes},
+                                 {{{"type", "function"}, {"function", {{"name", "search"}}}}, chat::ToolCallFormat::kLlama3Json}}) {
     auto g = compile(tool_call_grammar(tools, choice, format), vocab);
     for (int d = 0; d < docs; ++d) {
       testing::Sampled s = testing::sample_document(g, rng, 3000, static_cast<int>(rng() % 60));
       ASSERT_TRUE(s.finished) << s.text;
-      ParsedToolCalls r = parse_tool_calls(s.text, format);
+      chat::ParsedToolCalls r = chat::parse_tool_calls(s.text, format);
       EXPECT_EQ(r.content, "") << s.text;
       ASSERT_FALSE(r.calls.empty()) << s.text;
       if (choice.is_object()) {

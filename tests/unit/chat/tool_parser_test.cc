@@ -1,11 +1,11 @@
 // Tool-call parser: expected calls and content for hand-written outputs (Hermes / Qwen3 and
-// Llama-3 JSON), the same accumulated result for every stream split, and the OpenAI shape of
-// the deltas (id and name first, then argument pieces).
+// Llama-3 JSON), the same accumulated result for every stream split, and the deltas' order (id
+// and name first, then argument pieces; their OpenAI JSON: tests/unit/server/choice_output_test.cc).
 #include <gtest/gtest.h>
 
-#include "structured/tool_parser.h"
+#include "chat/tool_parser.h"
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 namespace {
 
 struct Case {
@@ -109,18 +109,12 @@ TEST(ToolParser, DeltasCarryIdAndNameFirst) {
         EXPECT_EQ(t.id, "call_" + std::to_string(t.index));
         EXPECT_FALSE(t.name.empty());
         EXPECT_EQ(t.arguments, "");
-        nlohmann::json j = to_openai(t);
-        EXPECT_EQ(j["type"], "function");
-        EXPECT_EQ(j["function"]["name"], t.name);
       } else {
         EXPECT_TRUE(t.id.empty() && t.name.empty());
-        EXPECT_FALSE(to_openai(t).contains("id"));
       }
     }
   }
   EXPECT_GT(seen[0], 1);  // arguments arrived in pieces after the name
-  nlohmann::json m = to_openai(ToolCall{"call_0", "f", "{}"});
-  EXPECT_EQ(m.dump(), R"({"function":{"arguments":"{}","name":"f"},"id":"call_0","type":"function"})");
 }
 
 TEST(ToolParser, ArgumentsStreamBeforeTheCallEnds) {
@@ -136,5 +130,15 @@ TEST(ToolParser, ArgumentsStreamBeforeTheCallEnds) {
   EXPECT_EQ(p.num_calls(), 1);
 }
 
+TEST(ToolCallFormat, FromTheTemplate) {
+  EXPECT_EQ(tool_call_format_for_template("... <tool_call>\n{{ tool_call | tojson }}\n</tool_call>"), H);
+  EXPECT_EQ(tool_call_format_for_template("{{- '<|python_tag|>' }}"), L);
+  EXPECT_EQ(tool_call_format_for_template("{\"name\": ..., \"parameters\": ...}"), L);
+  EXPECT_EQ(tool_call_format_for_template("<tool_call> and \"parameters\""), H);
+  EXPECT_EQ(tool_call_format_for_template(""), H);
+  EXPECT_STREQ(to_string(H), "hermes");
+  EXPECT_STREQ(to_string(L), "llama3_json");
+}
+
 }  // namespace
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

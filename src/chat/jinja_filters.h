@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 namespace nanovllm::jinja {
 

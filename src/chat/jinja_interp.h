@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "tokenizer/jinja_ast.h"
+#include "chat/jinja_ast.h"
 
 namespace nanovllm::jinja {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 #include "util/check.h"
 
 namespace nanovllm::jinja {

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 struct ReasoningOptions {
   bool prompt_opened = false;  // the prompt ends inside an open start tag
@@ -51,4 +51,4 @@ class ReasoningStreamParser {
 
 ReasoningDelta parse_reasoning(std::string_view text, const ReasoningOptions& opt = {});
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "tokenizer/jinja_ast.h"
+#include "chat/jinja_ast.h"
 
 namespace nanovllm::jinja {
 

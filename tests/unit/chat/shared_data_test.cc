@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace nanovllm {
 namespace {

@@ -2,14 +2,14 @@
 // call blocks open a new frame (so `set` inside a loop does not leak out, which is why templates
 // use namespace()), `if` does not. Errors from anywhere below an expression get that
 // expression's template line.
-#include "tokenizer/jinja_interp.h"
+#include "chat/jinja_interp.h"
 
 #include <cmath>
 
-#include "tokenizer/jinja_filters.h"
-#include "tokenizer/jinja_methods.h"
-#include "tokenizer/jinja_parser.h"
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_filters.h"
+#include "chat/jinja_methods.h"
+#include "chat/jinja_parser.h"
+#include "chat/jinja_strings.h"
 
 namespace nanovllm::jinja {
 namespace {

@@ -1,8 +1,8 @@
-#include "structured/tool_parser.h"
+#include "chat/tool_parser.h"
 
-#include "structured/text_scan.h"
+#include "chat/text_scan.h"
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 namespace {
 constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>", kPythonTag = "<|python_tag|>";
@@ -11,15 +11,6 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 // True when s is a proper prefix of one of the tags (more text may complete it).
 bool may_become(std::string_view s, std::string_view tag) { return s.size() < tag.size() && starts_with(tag, s); }
 }  // namespace
-
-ToolCallFormat tool_call_format_for_template(std::string_view t) {
-  if (t.find(kOpen) != std::string_view::npos) return ToolCallFormat::kHermes;
-  if (t.find(kPythonTag) != std::string_view::npos || t.find("\"parameters\"") != std::string_view::npos)
-    return ToolCallFormat::kLlama3Json;
-  return ToolCallFormat::kHermes;
-}
-
-const char* to_string(ToolCallFormat f) { return f == ToolCallFormat::kHermes ? "hermes" : "llama3_json"; }
 
 ToolCallStreamParser::ToolCallStreamParser(ToolCallFormat format, std::string id_prefix)
     : format_(format), id_prefix_(std::move(id_prefix)),
@@ -202,20 +193,4 @@ ParsedToolCalls parse_tool_calls(std::string_view text, ToolCallFormat format, c
   return r;
 }
 
-nlohmann::json to_openai(const ToolCall& c) {
-  return {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
-}
-
-nlohmann::json to_openai(const ToolCallDelta& d) {
-  nlohmann::json j = {{"index", d.index}};
-  nlohmann::json f = {{"arguments", d.arguments}};
-  if (!d.id.empty()) {
-    j["id"] = d.id;
-    j["type"] = "function";
-    f["name"] = d.name;
-  }
-  j["function"] = f;
-  return j;
-}
-
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

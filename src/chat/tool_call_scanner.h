@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 class ToolCallScanner {
  public:
@@ -44,4 +44,4 @@ class ToolCallScanner {
   bool has_name_ = false, saw_args_ = false;
 };
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

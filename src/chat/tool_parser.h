@@ -1,6 +1,7 @@
-// Parses tool calls out of a model's text into OpenAI's shape, streaming or at once.
+// Parses tool calls out of a model's text into OpenAI's fields (id, name, arguments), streaming
+// or at once. Their JSON is the server's (server/choice_output.h).
 //
-// Formats:
+// Formats (tool_call_format.h):
 //  - kHermes (Qwen2.5/Qwen3, Hermes): <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>,
 //    any number of them, with plain content around them.
 //  - kLlama3Json (Llama 3.x JSON tool calling): the output starts (after whitespace or
@@ -22,21 +23,14 @@
 // accumulated result does not depend on how the text is split (tested at every byte).
 #pragma once
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "structured/tool_call_scanner.h"
+#include "chat/tool_call_format.h"
+#include "chat/tool_call_scanner.h"
 
-namespace nanovllm::structured {
-
-enum class ToolCallFormat { kHermes, kLlama3Json };
-
-// The call format a chat template teaches its model: Hermes when it writes <tool_call>, Llama-3
-// JSON when it mentions <|python_tag|> or a "parameters" key instead; Hermes otherwise.
-ToolCallFormat tool_call_format_for_template(std::string_view chat_template);
-const char* to_string(ToolCallFormat f);
+namespace nanovllm::chat {
 
 struct ToolCall {
   std::string id, name, arguments;
@@ -91,9 +85,4 @@ struct ParsedToolCalls {
 void accumulate(const ToolStreamDelta& d, ParsedToolCalls& into);
 ParsedToolCalls parse_tool_calls(std::string_view text, ToolCallFormat format, const std::string& id_prefix = "call_");
 
-// OpenAI JSON: {"id", "type": "function", "function": {"name", "arguments"}} for a message, and
-// {"index", ["id", "type",] "function": {["name",] "arguments"}} for a stream delta.
-nlohmann::json to_openai(const ToolCall& c);
-nlohmann::json to_openai(const ToolCallDelta& d);
-
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

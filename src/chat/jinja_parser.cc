@@ -1,10 +1,10 @@
 // Jinja parser (see jinja_parser.h).
-#include "tokenizer/jinja_parser.h"
+#include "chat/jinja_parser.h"
 
 #include <set>
 
-#include "tokenizer/jinja_filters.h"
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_filters.h"
+#include "chat/jinja_lexer.h"
 #include "util/check.h"
 
 namespace nanovllm::jinja {

@@ -1,10 +1,10 @@
-#include "structured/tool_call_scanner.h"
+#include "chat/tool_call_scanner.h"
 
 #include <nlohmann/json.hpp>
 
-#include "structured/text_scan.h"
+#include "chat/text_scan.h"
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 bool ToolCallScanner::end_value(std::string* args) {
   any_member_ = true;
@@ -120,4 +120,4 @@ ToolCallScanner::Status ToolCallScanner::feed(char c, std::string* args) {
   return Status::kError;
 }
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

@@ -1,7 +1,7 @@
 // Jinja lexer (see jinja_lexer.h). Mirrors the order of jinja2's tokenizer: the whitespace
 // of a text chunk is decided by the tag that ends it ({%- rstrip, or lstrip_blocks) and by the
 // tag before it (-%} strips all, %} drops one newline under trim_blocks).
-#include "tokenizer/jinja_lexer.h"
+#include "chat/jinja_lexer.h"
 
 #include <cctype>
 #include <cstring>

@@ -1,8 +1,8 @@
-#include "structured/reasoning_parser.h"
+#include "chat/reasoning_parser.h"
 
-#include "structured/text_scan.h"
+#include "chat/text_scan.h"
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 ReasoningStreamParser::ReasoningStreamParser(ReasoningOptions opt) : opt_(std::move(opt)) {}
 
@@ -80,4 +80,4 @@ ReasoningDelta parse_reasoning(std::string_view text, const ReasoningOptions& op
   return {a.reasoning + b.reasoning, a.content + b.content};
 }
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

@@ -1,13 +1,13 @@
 // Jinja filters and tests (jinja2 3.1 semantics; `tojson` as transformers overrides it:
 // json.dumps(x, ensure_ascii=False, indent=indent, sort_keys=sort_keys)).
-#include "tokenizer/jinja_filters.h"
+#include "chat/jinja_filters.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "tokenizer/jinja_methods.h"
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_methods.h"
+#include "chat/jinja_strings.h"
 
 namespace nanovllm::jinja {
 namespace {

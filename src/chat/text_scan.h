@@ -2,7 +2,7 @@
 #pragma once
 #include <string_view>
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 
 // Length of the longest suffix of `text` that is a proper prefix of `tag`: the bytes a
 // streaming parser must hold back because the next piece may complete the tag.
@@ -14,4 +14,4 @@ inline size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
 
 inline bool is_json_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

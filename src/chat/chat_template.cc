@@ -1,10 +1,10 @@
 // Chat template front end: compile cache and the transformers-style render context.
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <list>
 #include <mutex>
 
-#include "tokenizer/jinja_interp.h"
+#include "chat/jinja_interp.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 

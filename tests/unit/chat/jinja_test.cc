@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "util/check.h"
 
 namespace nanovllm {

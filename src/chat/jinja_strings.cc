@@ -1,12 +1,12 @@
 // Python str methods on UTF-8 (see jinja_strings.h). Code points are decoded with utf8proc so
 // whitespace, case mapping and character classes follow Unicode like Python's str.
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_strings.h"
 
 #include <utf8proc.h>
 
 #include <cstdio>
 
-#include "tokenizer/jinja_methods.h"
+#include "chat/jinja_methods.h"
 
 namespace nanovllm::jinja {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include "structured/reasoning_parser.h"
+#include "chat/reasoning_parser.h"
 
-namespace nanovllm::structured {
+namespace nanovllm::chat {
 namespace {
 
 struct Case {
@@ -93,4 +93,4 @@ TEST(ReasoningParser, StreamsReasoningBeforeTheEndTag) {
 }
 
 }  // namespace
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::chat

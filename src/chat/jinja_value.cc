@@ -1,5 +1,5 @@
 // Python value semantics for the Jinja interpreter: printing, repr, json.dumps, ==, ordering.
-#include "tokenizer/jinja_value.h"
+#include "chat/jinja_value.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,14 +1,14 @@
 // Python object model pieces for the Jinja interpreter: attribute/item access as jinja2's
 // sandbox does it (attribute first for `.`, item first for `[]`), slicing, `in`, iteration,
 // str/dict/list methods and the global functions transformers exposes.
-#include "tokenizer/jinja_methods.h"
+#include "chat/jinja_methods.h"
 
 #include <utf8proc.h>
 
 #include <algorithm>
 #include <ctime>
 
-#include "tokenizer/jinja_strings.h"
+#include "chat/jinja_strings.h"
 
 namespace nanovllm::jinja {
 

@@ -1,6 +1,6 @@
 #include "engine/structured_decoding.h"
 
-#include "structured/request_constraint.h"
+#include "structured/output_constraint.h"
 #include "structured/token_index.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"

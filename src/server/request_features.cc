@@ -1,8 +1,8 @@
 #include "server/request_features.h"
 
 #include "server/api_error.h"
+#include "server/structured_request.h"
 #include "structured/grammar.h"
-#include "structured/request_constraint.h"
 #include "util/json_bounded.h"
 
 namespace nanovllm::server {
@@ -86,7 +86,7 @@ void parse_constraints(const json& b, const std::string& body, size_t max_json_d
   const ojson ob = parse_ordered_json(body, "request body", limits);
   try {
     std::string param;
-    if (auto so = structured::request_structured_outputs(ob, &param)) {
+    if (auto so = request_structured_outputs(ob, &param)) {
       r.params.structured_outputs = std::move(*so);
       r.constraint_param = param;
     }

@@ -1,15 +1,17 @@
 // Constraints found in OpenAI / vLLM request bodies, their keys, and the errors that name the
 // offending field.
-#include "structured/request_constraint.h"
+#include "server/structured_request.h"
 
-#include "test_util.h"
+#include "../structured/test_util.h"  // byte_vocab, full_match
 
-namespace nanovllm::structured {
+namespace nanovllm::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-using testing::byte_vocab;
-using testing::full_match;
+using structured::ConstraintError;
+using structured::RequestConstraint;
+using structured::testing::byte_vocab;
+using structured::testing::full_match;
 
 std::optional<RequestConstraint> from(const char* body) { return request_constraint(ojson::parse(body)); }
 
@@ -79,4 +81,4 @@ TEST(RequestConstraint, ErrorsNameTheField) {
 }
 
 }  // namespace
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::server

@@ -1,12 +1,9 @@
-#include "structured/request_constraint.h"
+#include "server/structured_request.h"
 
-#include "structured/constraints.h"
-#include "structured/tool_constraint.h"
-#include "util/json_bounded.h"
-
-namespace nanovllm::structured {
+namespace nanovllm::server {
 
 using ojson = nlohmann::ordered_json;
+using structured::ConstraintError;
 
 namespace {
 
@@ -22,7 +19,7 @@ Found schema_field(const std::string& param, const ojson& schema) {
   ojson s = schema;
   if (s.is_string()) {
     try {
-      s = parse_json_schema(s.get<std::string>());
+      s = structured::parse_json_schema(s.get<std::string>());
     } catch (const ConstraintError& e) {
       bad(param, e.what());
     }
@@ -114,49 +111,15 @@ std::optional<StructuredOutputsParams> request_structured_outputs(const ojson& b
   return found[0].so;
 }
 
-std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p, chat::ToolCallFormat format,
-                                                JsonSchemaOptions opt) {
-  if (p.empty()) return std::nullopt;
-  if (p.disable_any_whitespace) opt.max_whitespace = 0;
-  // The options change the grammar: they are part of the key.
-  const std::string ws = "ws" + std::to_string(opt.max_whitespace) + "\n";
-  auto parse = [](const std::string& text, const char* what) {
-    try {
-      return parse_ordered_json(text, what);
-    } catch (const Error& e) {
-      throw ConstraintError(e.what());
-    }
-  };
-  if (!p.json.empty()) {
-    ojson s = parse(p.json, "json_schema");
-    return RequestConstraint{"json", ws + "json_schema\n" + s.dump(), [s, opt] { return json_schema_grammar(s, opt); }};
-  }
-  if (p.json_object)
-    return RequestConstraint{"json_object", ws + "json_object", [opt] { return json_object_grammar(opt); }};
-  if (!p.regex.empty()) {
-    std::string re = p.regex;
-    return RequestConstraint{"regex", "regex\n" + re, [re] { return regex_grammar(re); }};
-  }
-  if (!p.choice.empty()) {
-    std::vector<std::string> choices = p.choice;
-    return RequestConstraint{"choice", "choice\n" + ojson(choices).dump(), [choices] { return choice_grammar(choices); }};
-  }
-  ojson tools = parse(p.tools, "tools");
-  ojson choice = p.tool_name.empty() ? ojson("required")
-                                     : ojson{{"type", "function"}, {"function", {{"name", p.tool_name}}}};
-  std::string key = ws + "tools\n" + std::string(chat::to_string(format)) + "\n" + choice.dump() + "\n" + tools.dump();
-  return RequestConstraint{"tools", key, [tools, choice, format, opt] {
-                             return tool_call_grammar(tools, choice, format, opt);
-                           }};
-}
-
-std::optional<RequestConstraint> request_constraint(const ojson& body, const JsonSchemaOptions& opt) {
+std::optional<structured::RequestConstraint> request_constraint(const ojson& body,
+                                                               const structured::JsonSchemaOptions& opt) {
   std::string param;
   std::optional<StructuredOutputsParams> so = request_structured_outputs(body, &param);
   if (!so) return std::nullopt;
-  std::optional<RequestConstraint> c = constraint_for(*so, chat::ToolCallFormat::kHermes, opt);
+  std::optional<structured::RequestConstraint> c =
+      structured::constraint_for(*so, chat::ToolCallFormat::kHermes, opt);
   c->param = param;
   return c;
 }
 
-}  // namespace nanovllm::structured
+}  // namespace nanovllm::server

@@ -138,8 +138,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    cfg.validate();
-    const double wbytes = weight_bytes_per_token(model, ModelRunner::load_options(cfg));
+    const double wbytes = weight_bytes_per_token(model, ModelRunner::load_options(resolve(cfg)));
     cfg.model = model;
     cfg.device = "cpu";
     cfg.max_model_len = 1024;

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     c.max_num_seqs = batch;
     const ModelConfig mc = ModelConfig::from_dir(model);
     c.max_model_len = std::min(mc.max_position_embeddings, blocks_per_seq * bs);
-    ModelRunner runner(c, mc);
+    ModelRunner runner(resolve(c), mc);
 
     // Sequence b owns blocks [b * blocks_per_seq, ...); its KV is whatever the cache holds
     // (the cost of a decode step does not depend on the values).

@@ -117,7 +117,7 @@ int run_bench(int argc, char** argv) {
   double pf_s = s.prefill_seconds - s0.prefill_seconds, dc_s = s.decode_seconds - s0.decode_seconds;
   nlohmann::json j = {
       {"model", cfg.model},
-      {"device", llm.config().device == "auto" ? "auto" : llm.config().device},
+      {"device", llm.config().device},
       {"cpu_isa", cpu_features().summary()},
       {"policy", llm.config().policy},
       {"num_seqs", num_seqs},

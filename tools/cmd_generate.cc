@@ -17,7 +17,7 @@ namespace {
 int run_generate(int argc, char** argv) {
   CLI::App app{"Generate text or tokens with continuous batching", "nanovllm generate"};
   Config cfg;
-  SamplingFlags sf;
+  SamplingParams sp;
   std::vector<std::string> prompts, prompt_ids;
   std::string prompt_file;
   bool chat = false, json = false, progress = false;
@@ -31,10 +31,10 @@ int run_generate(int argc, char** argv) {
   app.add_flag("--json", json, "print outputs and statistics as JSON");
   app.add_flag("--progress", progress, "progress bar on stderr");
   add_engine_flags(app, cfg);
-  add_sampling_flags(app, sf);
+  add_sampling_flags(app, sp);
   CLI11_PARSE(app, argc, argv);
 
-  SamplingParams sp = sf.build();
+  sp.validate();  // the flags checked their own values; this, the pairs (min_tokens)
   std::vector<std::string> texts = prompts;
   if (!prompt_file.empty()) {
     std::istringstream is(read_file(prompt_file));

@@ -35,10 +35,8 @@ int run_logits(int argc, char** argv) {
   app.add_option("--model", cfg.model, "Hugging Face model directory")->required();
   app.add_option("--prompt-ids", ids_str, "prompt token ids, e.g. 1,2,3")->required();
   app.add_option("--out", out, "output .npy path")->required();
-  app.add_option("--device", cfg.device, "auto | cpu | cuda")->capture_default_str();
-  app.add_option("--block-size", cfg.kvcache_block_size, "KV block size")->capture_default_str();
-  app.add_option("--threads", cfg.num_threads, "CPU threads (0: all cores)");
-  add_weight_format_flags(app, cfg);
+  add_config_flags(app, cfg, {"device", "kvcache_block_size", "num_threads", "quantization",
+                              "lm_head_quantization", "kv_cache_dtype"});
   CLI11_PARSE(app, argc, argv);
 
   std::vector<int> ids = parse_ids(ids_str);
@@ -50,8 +48,7 @@ int run_logits(int argc, char** argv) {
   NV_CHECK_LE(T, mc.max_context_len(), "prompt longer than the model's context (max_position_embeddings)");
   cfg.num_kvcache_blocks = (T + bs - 1) / bs;
   cfg.enforce_eager = true;  // one prefill step: no CUDA graphs to capture
-  cfg.validate();
-  ModelRunner runner(cfg, mc);
+  ModelRunner runner(resolve(cfg), mc);
 
   HostBatch hb;
   hb.num_seqs = 1;

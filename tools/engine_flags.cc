@@ -1,98 +1,130 @@
 #include "engine_flags.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "util/check.h"
 
 namespace nanovllm::cli {
 
-void add_weight_format_flags(CLI::App& app, Config& c) {
-  app.add_option("--quantization", c.quantization,
-                 "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
-                 "int4-g32-zp, int4-g64-zp)")
-      ->capture_default_str();
-  app.add_option("--kv-cache-dtype", c.kv_cache_dtype,
-                 "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16")
-      ->capture_default_str();
-  app.add_option("--lm-head-quantization", c.lm_head_quantization,
-                 "LM head: auto (int8 with int4 layers, else as --quantization) | none | a --quantization value")
-      ->capture_default_str();
+namespace {
+
+template <class M>
+struct IsVector : std::false_type {};
+template <class E>
+struct IsVector<std::vector<E>> : std::true_type {};
+
+// CLI11's conversion of one command-line value; a vector field gets one element per value.
+template <class M>
+bool convert(const std::string& s, M& out) {
+  if constexpr (IsVector<M>::value) {
+    typename M::value_type e{};
+    if (!CLI::detail::lexical_cast(s, e)) return false;
+    out = M{e};
+    return true;
+  } else {
+    return CLI::detail::lexical_cast(s, out);
+  }
 }
 
+// The types a flag can set (compile-time: a row with a flag of another type fails here).
+template <class M>
+constexpr bool kFlagType =
+    std::is_same_v<M, bool> || std::is_arithmetic_v<M> || std::is_same_v<M, std::string> ||
+    std::is_same_v<M, std::vector<std::string>> || std::is_same_v<M, std::vector<int>> ||
+    std::is_same_v<M, std::optional<uint64_t>> || NamedEnum<M>;
+
+template <HasFields T>
+constexpr bool flags_have_flag_types() {
+  return std::apply(
+      [](const auto&... f) {
+        return ((f.flag.empty() || kFlagType<typename std::remove_cvref_t<decltype(f)>::Member>) &&
+                ...);
+      },
+      kFields<T>);
+}
+static_assert(flags_have_flag_types<Config>() && flags_have_flag_types<SamplingParams>(),
+              "a field table row has a flag of a type the CLI cannot set: extend add_flag()");
+
+// One flag for row f of t's table.
+template <class T, class M>
+void add_flag(CLI::App& app, T& t, const Field<T, M>& f) {
+  const std::string names(f.flag), help(f.help), flag(f.primary_flag());
+  M& v = t.*f.member;
+  // A value breaking the row's rule is an error naming the flag.
+  auto check = [f, flag](const M& x) {
+    const std::string p = value_problem(f, x);
+    if (!p.empty()) throw Error(flag + " " + p);
+  };
+  if constexpr (std::is_same_v<M, bool>) {
+    app.add_flag(v ? names + "{false}" : names, v, help);  // the opposite of the default
+  } else if constexpr (std::is_same_v<M, std::vector<int>>) {  // token ids: "1,2,3"
+    app.add_option_function<std::string>(
+        names, [&v, check](const std::string& s) { check(v = parse_ids(s)); }, help);
+  } else if constexpr (std::is_same_v<M, std::optional<uint64_t>>) {
+    app.add_option_function<int64_t>(
+        names, [&v](int64_t x) { v = x >= 0 ? std::optional<uint64_t>(uint64_t(x)) : std::nullopt; },
+        help);  // negative: none
+  } else if constexpr (NamedEnum<M>) {
+    app.add_option_function<std::string>(
+        names,
+        [&v, flag](const std::string& s) {
+          const std::string p = parse_text(s, v);
+          if (!p.empty()) throw Error(flag + " " + p);
+        },
+        help);
+  } else {
+    CLI::Option* o = app.add_option(names, v, help);
+    if constexpr (std::is_arithmetic_v<M>)
+      o->capture_default_str();
+    else if constexpr (std::is_same_v<M, std::string>)
+      if (!v.empty()) o->capture_default_str();
+    o->check(CLI::Validator(
+        [check](std::string& s) {
+          M x{};
+          if (convert(s, x)) check(x);  // a value CLI11 cannot convert is CLI11's error
+          return std::string();
+        },
+        ""));
+  }
+}
+
+template <HasFields T>
+void add_flags(CLI::App& app, T& t, std::initializer_list<std::string_view> only = {}) {
+  for_each_field<T>([&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::Member;
+    if constexpr (kFlagType<M>) {  // (other types have no flag: the static_assert above)
+      if (f.flag.empty()) return;
+      if (only.size() && std::find(only.begin(), only.end(), f.name) == only.end()) return;
+      add_flag(app, t, f);
+    }
+  });
+}
+
+}  // namespace
+
 void add_engine_flags(CLI::App& app, Config& c) {
-  app.add_option("--device", c.device, "auto | cpu | cuda")->capture_default_str();
-  app.add_option("--max-num-seqs", c.max_num_seqs, "max sequences per step")->capture_default_str();
-  app.add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step")
-      ->capture_default_str();
-  app.add_option("--max-model-len", c.max_model_len, "max tokens per sequence (clipped to the model)")
-      ->capture_default_str();
-  app.add_option("--block-size", c.kvcache_block_size, "KV cache block size (multiple of 16)")
-      ->capture_default_str();
-  app.add_option("--num-kvcache-blocks", c.num_kvcache_blocks, "KV blocks (-1: from the memory budget)")
-      ->capture_default_str();
-  app.add_option("--kv-cache-bytes", c.cpu_kvcache_bytes, "CPU KV cache budget in bytes (0: a fraction of RAM)");
-  app.add_option("--gpu-memory-utilization", c.gpu_memory_utilization, "CUDA memory fraction")
-      ->capture_default_str();
-  app.add_option("--tensor-parallel-size,--tp", c.tensor_parallel_size,
-                 "tensor-parallel ranks (processes; ranks 1..N-1 started on this machine unless "
-                 "--dist-init-addr is given)")
-      ->capture_default_str();
-  app.add_option("--dist-init-addr", c.dist_init_addr,
-                 "HOST:PORT to serve the rendezvous on; ranks 1..N-1 are then started separately "
-                 "(`nanovllm worker --rank R --tensor-parallel-size N --dist-init-addr HOST:PORT`)");
-  app.add_option("--dist-timeout", c.dist_timeout_s,
-                 "seconds to wait for the ranks to join, and for any collective of a step")
-      ->capture_default_str();
+  add_flags(app, c);
   // Local workers are this same binary's `worker` command.
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) c.worker_command = {exe.string(), "worker"};
-  app.add_flag("--enforce-eager", c.enforce_eager, "CUDA: no CUDA graphs");
-  app.add_option("--policy", c.policy, "scheduling policy: prefill-first | mixed")->capture_default_str();
-  app.add_flag("--no-prefix-caching{false}", c.enable_prefix_caching, "disable prefix caching");
-  app.add_option("--threads", c.num_threads,
-                 "CPU threads per rank (0: the cores divided among the tensor-parallel ranks)");
-  add_weight_format_flags(app, c);
-  app.add_flag("--allow-nonfinite-weights", c.allow_nonfinite_weights,
-               "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)");
-  app.add_option("--trace", c.trace_path,
-                 "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
-                 "step and request to FILE");
 }
 
-void add_sampling_flags(CLI::App& app, SamplingFlags& f) {
-  app.add_option("--temperature", f.p.temperature, "0 = greedy")->capture_default_str();
-  app.add_option("--top-k", f.p.top_k, "-1 = disabled")->capture_default_str();
-  app.add_option("--top-p", f.p.top_p, "nucleus sampling")->capture_default_str();
-  app.add_option("--min-p", f.p.min_p, "min-p filtering")->capture_default_str();
-  app.add_option("--seed", f.seed, "per-request RNG seed (default: random)");
-  app.add_option("--max-tokens", f.p.max_tokens, "max generated tokens")->capture_default_str();
-  app.add_option("--min-tokens", f.p.min_tokens, "min generated tokens before EOS/stop");
-  app.add_flag("--ignore-eos", f.p.ignore_eos, "do not stop at EOS");
-  app.add_option("--stop", f.stop, "stop string (repeatable)");
-  app.add_option("--stop-token-ids", f.stop_token_ids, "extra stop token ids, e.g. 1,2");
-  app.add_option("--logprobs", f.p.logprobs, "return the top-N logprobs per token");
-  app.add_option("--presence-penalty", f.p.presence_penalty,
-                 "[-2, 2]: subtracted once from tokens generated so far")
-      ->capture_default_str();
-  app.add_option("--frequency-penalty", f.p.frequency_penalty,
-                 "[-2, 2]: subtracted per occurrence among tokens generated so far")
-      ->capture_default_str();
-  app.add_option("--repetition-penalty", f.p.repetition_penalty,
-                 "> 0: divides positive / multiplies negative logits of prompt and output tokens")
-      ->capture_default_str();
+void add_config_flags(CLI::App& app, Config& c, std::initializer_list<std::string_view> fields) {
+  for (std::string_view name : fields) {
+    bool found = false;
+    for_each_field<Config>([&](const auto& f) { found = found || (f.name == name && !f.flag.empty()); });
+    NV_CHECK(found, "Config has no field '", name, "' with a flag");
+  }
+  add_flags(app, c, fields);
 }
 
-SamplingParams SamplingFlags::build() const {
-  SamplingParams sp = p;
-  if (seed >= 0) sp.seed = uint64_t(seed);
-  sp.stop = stop;
-  if (!stop_token_ids.empty()) sp.stop_token_ids = parse_ids(stop_token_ids);
-  sp.validate();
-  return sp;
-}
+void add_sampling_flags(CLI::App& app, SamplingParams& p) { add_flags(app, p); }
 
 std::vector<int> parse_ids(const std::string& s) {
   std::vector<int> ids;

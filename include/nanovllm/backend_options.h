@@ -2,43 +2,82 @@
 // Config (Config::backend); the backend factory hands them to the backend it makes, which keeps
 // them (no process-wide switches, so two backends in one process can differ).
 //
-// backend_options_from_env() fills the defaults from the NANOVLLM_* environment variables: the
-// one place the runtime reads them (README.md "Environment knobs").
+// backend_options_from_env() fills the defaults from the NANOVLLM_* environment variables named
+// in the field table below: the one place the runtime reads them (README.md "Environment
+// knobs"). The choices are enums, named by strings at the edges (environment, JSON, Python).
 #pragma once
-#include <string>
+#include <array>
+#include <string_view>
+
+#include "nanovllm/field.h"
 
 namespace nanovllm {
 
 // The CPU linear layer's kernel (src/kernels/cpu/gemm.h). kAuto picks by shape and dtype; the
 // others force one path (tests, benchmarks).
 enum class LinearPath { kAuto = 0, kStreaming = 1, kBlas = 2, kOnednn = 3 };
+constexpr std::array<std::string_view, 4> enum_names(LinearPath) {
+  return {"auto", "streaming", "blas", "onednn"};
+}
+
+// Cap on the CPU instruction set (util/cpu_features.h): none (what the CPU has), avxvnni (no
+// AVX-512), avx2 (no AVX-512, no AVX-VNNI), scalar (the x86-64 baseline).
+enum class IsaCap { kNone = 0, kAvxVnni = 1, kAvx2 = 2, kScalar = 3 };
+constexpr std::array<std::string_view, 4> enum_names(IsaCap) {
+  return {"", "avxvnni", "avx2", "scalar"};
+}
+
+// CUDA prefill attention kernel: CUDA cores, fp32 (simple) | WMMA tensor cores (tc).
+enum class CudaPrefill { kSimple = 0, kTensorCore = 1 };
+constexpr std::array<std::string_view, 2> enum_names(CudaPrefill) { return {"simple", "tc"}; }
+
+// CUDA decode attention kernel: v1 | v2 (lanes split each key row, vectorized K/V, splits from
+// the occupancy API; falls back to v1 for shapes it lacks).
+enum class CudaDecode { kV1 = 0, kV2 = 1 };
+constexpr std::array<std::string_view, 2> enum_names(CudaDecode) { return {"v1", "v2"}; }
 
 struct BackendOptions {
-  // CPU threads per rank when Config::num_threads is 0 (NANOVLLM_NUM_THREADS); 0: all cores
-  // (divided among the ranks under tensor parallelism).
+  // CPU threads per rank when Config::num_threads is 0; 0: all cores (divided among the ranks
+  // under tensor parallelism).
   int num_threads = 0;
-  // std::thread pool: microseconds an idle worker spins before it sleeps (NANOVLLM_SPIN_US).
-  int spin_us = 2000;
-  // Shrink a parallel region's team when another process holds a core
-  // (NANOVLLM_ADAPTIVE_THREADS=0 turns it off).
+  int spin_us = 2000;  // std::thread pool: microseconds an idle worker spins before it sleeps
+  // Shrink a parallel region's team when another process holds a core.
   bool adaptive_threads = true;
-  // CPU: copy weights into huge-page memory at load (NANOVLLM_CPU_WEIGHT_COPY=0: keep the mmap).
-  bool cpu_weight_copy = true;
-  // CPU linear kernel; kAuto in production.
-  LinearPath linear_path = LinearPath::kAuto;
-  // Cap on the CPU instruction set: "" (what the CPU has) | avxvnni | avx2 | scalar
-  // (NANOVLLM_ISA). Process-wide: read once, at the first kernel dispatch (see cpu_features.h).
-  std::string isa;
-  // CUDA prefill attention kernel: simple (CUDA cores, fp32) | tc (tensor cores)
-  // (NANOVLLM_CUDA_PREFILL).
-  std::string cuda_prefill = "simple";
-  // CUDA decode attention kernel: v1 | v2 (lanes split each key row, vectorized K/V, splits
-  // from the occupancy API; falls back to v1 for shapes it lacks) (NANOVLLM_CUDA_DECODE).
-  std::string cuda_decode = "v1";
+  bool cpu_weight_copy = true;  // CPU: copy weights into huge-page memory at load (else the mmap)
+  LinearPath linear_path = LinearPath::kAuto;  // CPU linear kernel; kAuto in production
+  // Process-wide: read once, at the first kernel dispatch (see cpu_features.h); a backend whose
+  // options name another cap refuses to start.
+  IsaCap isa = IsaCap::kNone;
+  CudaPrefill cuda_prefill = CudaPrefill::kSimple;
+  CudaDecode cuda_decode = CudaDecode::kV1;
 
   // Throws nanovllm::Error naming the field and the allowed values.
   void validate() const;
 };
+
+// The field table (nanovllm/field.h): names, NANOVLLM_* variables, rules. Python's keyword order.
+constexpr auto fields_of(const BackendOptions*) {
+  using B = BackendOptions;
+  return std::tuple{
+      env_field("num_threads", &B::num_threads, "NANOVLLM_NUM_THREADS",
+                "CPU threads per rank when Config.num_threads is 0 (0: all cores)",
+                rule::at_least<0>),
+      env_field("spin_us", &B::spin_us, "NANOVLLM_SPIN_US",
+                "microseconds an idle pool thread spins before it sleeps", rule::at_least<0>),
+      env_field("adaptive_threads", &B::adaptive_threads, "NANOVLLM_ADAPTIVE_THREADS",
+                "shrink a parallel region's team when another process holds a core"),
+      env_field("cpu_weight_copy", &B::cpu_weight_copy, "NANOVLLM_CPU_WEIGHT_COPY",
+                "copy weights into huge-page memory at load (else keep the mmap)"),
+      env_field("linear_path", &B::linear_path, "", "CPU linear kernel (tests, benchmarks)"),
+      env_field("isa", &B::isa, "NANOVLLM_ISA", "cap on the CPU instruction set (process-wide)"),
+      env_field("cuda_prefill", &B::cuda_prefill, "NANOVLLM_CUDA_PREFILL",
+                "CUDA prefill attention kernel"),
+      env_field("cuda_decode", &B::cuda_decode, "NANOVLLM_CUDA_DECODE",
+                "CUDA decode attention kernel"),
+  };
+}
+static_assert(table_covers_struct<BackendOptions>(),
+              "every BackendOptions member needs one row in fields_of(const BackendOptions*)");
 
 // The defaults above, overridden by the NANOVLLM_* variables that are set. Throws on a malformed
 // value (naming the variable).

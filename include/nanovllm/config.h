@@ -1,10 +1,20 @@
 // Engine configuration, with nano-vLLM's names and defaults.
+//
+// The fields are what the user gives (the CLI's flags, Python's keywords, the JSON rank 0 sends
+// to tensor-parallel workers): strings as spelled there ("auto" included). The engine resolves
+// them once, at start (engine/resolved_config.h: every string parsed into its type, every
+// `auto` settled for the machine); nothing else reads these strings.
+//
+// A new field: a member here plus its row in fields_of() below (name, flag, help, rule); the
+// CLI, JSON, Python and the README check follow from the row. Then its semantics.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nanovllm/backend_options.h"
+#include "nanovllm/field.h"
 
 namespace nanovllm {
 
@@ -49,8 +59,93 @@ struct Config {
   // from the NANOVLLM_* environment variables (backend_options.h).
   BackendOptions backend = backend_options_from_env();
 
-  // Throws nanovllm::Error naming the field for invalid values.
+  // Throws nanovllm::Error naming the field ("max_num_seqs must be >= 1, got 0") for an invalid
+  // value. Looks at no machine state: engine/resolved_config.h settles `auto`.
   void validate() const;
 };
+
+inline constexpr std::string_view kDeviceChoices[] = {"auto", "cpu", "cuda"};
+inline constexpr std::string_view kPolicyChoices[] = {"prefill-first", "mixed"};
+// kernels/quantized.h: parse_quant_scheme() takes each of these.
+inline constexpr std::string_view kQuantizationChoices[] = {
+    "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
+    "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16"};
+
+// The field table (nanovllm/field.h), in Python's keyword order (nano-vLLM's fields first).
+// `model` has no flag here: each command adds its own --model.
+constexpr auto fields_of(const Config*) {
+  using C = Config;
+  return std::tuple{
+      field("model", &C::model, "", "Hugging Face model directory"),
+      field("max_num_batched_tokens", &C::max_num_batched_tokens, "--max-num-batched-tokens",
+            "token budget per step", rule::at_least<1>),
+      field("max_num_seqs", &C::max_num_seqs, "--max-num-seqs", "max sequences per step",
+            rule::at_least<1>),
+      field("max_model_len", &C::max_model_len, "--max-model-len",
+            "max tokens per sequence (clipped to the model)", rule::at_least<1>),
+      field("gpu_memory_utilization", &C::gpu_memory_utilization, "--gpu-memory-utilization",
+            "CUDA: fraction of the device memory the engine may use",
+            rule::in_half_open<0.f, 1.f>),
+      field("tensor_parallel_size", &C::tensor_parallel_size, "--tensor-parallel-size,--tp",
+            "tensor-parallel ranks (processes; ranks 1..N-1 started on this machine unless "
+            "--dist-init-addr is given)",
+            rule::at_least<1>),
+      field("dist_init_addr", &C::dist_init_addr, "--dist-init-addr",
+            "HOST:PORT to serve the rendezvous on; ranks 1..N-1 are then started separately "
+            "(`nanovllm worker --rank R --tensor-parallel-size N --dist-init-addr HOST:PORT`)"),
+      field("worker_command", &C::worker_command, "",
+            "argv prefix that starts a worker process (the CLI and Python set it)"),
+      field("dist_timeout_s", &C::dist_timeout_s, "--dist-timeout",
+            "seconds to wait for the ranks to join, and for any collective of a step",
+            +[](const float& v) { return v > 0 ? std::string() : rule::got("> 0", v); }),
+      field("enforce_eager", &C::enforce_eager, "--enforce-eager", "CUDA: no CUDA graphs"),
+      field("kvcache_block_size", &C::kvcache_block_size, "--block-size",
+            "KV cache block size (a multiple of 16)",
+            +[](const int& v) {
+              return v > 0 && v % 16 == 0 ? std::string()
+                                          : rule::got("a positive multiple of 16", v);
+            }),
+      field("num_kvcache_blocks", &C::num_kvcache_blocks, "--num-kvcache-blocks",
+            "KV cache blocks (-1: from the memory budget)",
+            +[](const int& v) {
+              return v == -1 || v >= 1 ? std::string() : rule::got("-1 (auto) or >= 1", v);
+            }),
+      field("cpu_kvcache_bytes", &C::cpu_kvcache_bytes, "--kv-cache-bytes",
+            "CPU KV cache budget in bytes (0: cpu_kvcache_fraction of the available RAM)"),
+      field("cpu_kvcache_fraction", &C::cpu_kvcache_fraction, "",
+            "CPU KV cache budget as a fraction of the available RAM"),
+      choice_field("device", &C::device, "--device", "auto | cpu | cuda", kDeviceChoices),
+      choice_field("policy", &C::policy, "--policy", "scheduling policy: prefill-first | mixed",
+                   kPolicyChoices),
+      field("enable_prefix_caching", &C::enable_prefix_caching, "--no-prefix-caching",
+            "disable prefix caching"),
+      field("num_threads", &C::num_threads, "--threads",
+            "CPU threads per rank (0: the cores divided among the tensor-parallel ranks)",
+            +[](const int& v) { return v >= 0 ? std::string() : rule::got(">= 0 (0: all cores)", v); }),
+      field("max_waiting", &C::max_waiting, "",
+            "server: bound on waiting requests (0: unbounded; `serve --max-waiting` sets it)",
+            +[](const int& v) { return v >= 0 ? std::string() : rule::got(">= 0 (0: unbounded)", v); }),
+      field("trace_path", &C::trace_path, "--trace",
+            "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
+            "step and request to FILE"),
+      choice_field("quantization", &C::quantization, "--quantization",
+                   "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
+                   "int4-g32-zp, int4-g64-zp)",
+                   kQuantizationChoices),
+      choice_field("lm_head_quantization", &C::lm_head_quantization, "--lm-head-quantization",
+                   "LM head: auto (int8 with int4 layers, else as --quantization) | none | a "
+                   "--quantization value",
+                   kLmHeadQuantizationChoices),
+      choice_field("kv_cache_dtype", &C::kv_cache_dtype, "--kv-cache-dtype",
+                   "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16", kKvCacheDtypeChoices),
+      field("allow_nonfinite_weights", &C::allow_nonfinite_weights, "--allow-nonfinite-weights",
+            "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)"),
+      field("backend", &C::backend, "", "how the backend runs its kernels (BackendOptions)"),
+  };
+}
+static_assert(table_covers_struct<Config>(),
+              "every Config member needs one row in fields_of(const Config*)");
 
 }  // namespace nanovllm

@@ -1,10 +1,17 @@
 // Per-request sampling and stop parameters (vLLM's names).
+//
+// A new parameter: a member of SamplingParams plus its row in fields_of() below (name, CLI flag,
+// help, rule); Python's keyword, the `generate` flag and the server's request field follow from
+// the row. Then its semantics (the sampler).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "nanovllm/field.h"
 
 namespace nanovllm {
 
@@ -29,6 +36,25 @@ struct StructuredOutputsParams {
     return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty();
   }
 };
+
+// The field table (nanovllm/field.h). SamplingParams::validate() checks that at most one
+// constraint is given; the server reads these from its own request fields (response_format,
+// tools, ...: server/request_features.cc).
+constexpr auto fields_of(const StructuredOutputsParams*) {
+  using O = StructuredOutputsParams;
+  return std::tuple{
+      field("json", &O::json, "", "a JSON schema (JSON text)"),
+      field("regex", &O::regex, "", "the whole output matches this regular expression"),
+      field("choice", &O::choice, "", "the output is exactly one of these strings"),
+      field("json_object", &O::json_object, "", "any JSON object"),
+      field("tools", &O::tools, "", "OpenAI tools list (JSON text)"),
+      field("tool_name", &O::tool_name, "", "exactly one call of this function"),
+      field("disable_any_whitespace", &O::disable_any_whitespace, "",
+            "JSON: no whitespace between tokens"),
+  };
+}
+static_assert(table_covers_struct<StructuredOutputsParams>(),
+              "every StructuredOutputsParams member needs one row in its fields_of()");
 
 struct SamplingParams {
   float temperature = 1.0f;          // 0: greedy
@@ -56,8 +82,72 @@ struct SamplingParams {
   int n = 1;                         // [1, 64]
   StructuredOutputsParams structured_outputs;
 
-  // Throws nanovllm::Error naming the parameter and value.
+  // Throws nanovllm::Error naming the parameter and value ("top_p must be in (0, 1], got 0").
   void validate() const;
 };
+
+// The field table (nanovllm/field.h), in Python's keyword order (nano-vLLM's temperature,
+// max_tokens, ignore_eos first, so SamplingParams(0.6, 256) means the same). The names are
+// also the server's request fields (vLLM's); rows without a flag have no `generate` flag.
+// min_tokens <= max_tokens and one structured-output constraint at most are validate()'s.
+constexpr auto fields_of(const SamplingParams*) {
+  using S = SamplingParams;
+  return std::tuple{
+      field("temperature", &S::temperature, "--temperature", "0 = greedy",
+            +[](const float& v) {
+              return std::isfinite(v) && v >= 0 ? std::string() : rule::got("finite and >= 0", v);
+            }),
+      field("max_tokens", &S::max_tokens, "--max-tokens", "max generated tokens",
+            rule::at_least<1>),
+      field("ignore_eos", &S::ignore_eos, "--ignore-eos", "do not stop at EOS"),
+      field("top_k", &S::top_k, "--top-k", "-1 = disabled",
+            +[](const int& v) {
+              return v >= -1 ? std::string() : rule::got("-1 or 0 (disabled) or >= 1", v);
+            }),
+      field("top_p", &S::top_p, "--top-p", "nucleus sampling", rule::in_half_open<0.f, 1.f>),
+      field("min_p", &S::min_p, "--min-p", "min-p filtering", rule::in_closed<0.f, 1.f>),
+      field("seed", &S::seed, "--seed", "per-request RNG seed (default, or negative: random)"),
+      field("min_tokens", &S::min_tokens, "--min-tokens", "min generated tokens before EOS/stop"),
+      field("stop", &S::stop, "--stop", "stop string (repeatable)",
+            +[](const std::vector<std::string>& v) {
+              for (const auto& s : v)
+                if (s.empty()) return std::string("strings must be non-empty, got an empty string");
+              return std::string();
+            }),
+      field("stop_token_ids", &S::stop_token_ids, "--stop-token-ids",
+            "extra stop token ids, e.g. 1,2"),
+      field("logprobs", &S::logprobs, "--logprobs", "return the top-N logprobs per token",
+            rule::in_closed<-1, 20>),
+      field("presence_penalty", &S::presence_penalty, "--presence-penalty",
+            "[-2, 2]: subtracted once from tokens generated so far", rule::in_closed<-2.f, 2.f>),
+      field("frequency_penalty", &S::frequency_penalty, "--frequency-penalty",
+            "[-2, 2]: subtracted per occurrence among tokens generated so far",
+            rule::in_closed<-2.f, 2.f>),
+      field("repetition_penalty", &S::repetition_penalty, "--repetition-penalty",
+            "> 0: divides positive / multiplies negative logits of prompt and output tokens",
+            +[](const float& v) {
+              return std::isfinite(v) && v > 0 ? std::string() : rule::got("finite and > 0", v);
+            }),
+      field("logit_bias", &S::logit_bias, "", "token id -> added to its logit, [-100, 100]",
+            +[](const std::map<int, float>& m) {
+              for (const auto& [token, bias] : m) {
+                if (token < 0) return "token ids must be >= 0, got " + std::to_string(token);
+                if (!(bias >= -100.f && bias <= 100.f)) {
+                  std::ostringstream os;
+                  os << "values must be in [-100, 100], got " << bias << " for token " << token;
+                  return os.str();
+                }
+              }
+              return std::string();
+            }),
+      field("skip_special_tokens", &S::skip_special_tokens, "", "decode without special tokens"),
+      field("n", &S::n, "", "completions per prompt, their prefill shared",
+            rule::in_closed<1, 64>),
+      field("structured_outputs", &S::structured_outputs, "",
+            "constrained decoding (StructuredOutputsParams)"),
+  };
+}
+static_assert(table_covers_struct<SamplingParams>(),
+              "every SamplingParams member needs one row in fields_of(const SamplingParams*)");
 
 }  // namespace nanovllm

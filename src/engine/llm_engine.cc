@@ -15,11 +15,13 @@ namespace nanovllm {
 namespace fs = std::filesystem;
 
 LLMEngine::LLMEngine(const Config& config) : config_(config) {
-  config_.validate();
+  // Every field checked (errors name it), every string parsed, every `auto` settled.
+  ResolvedConfig resolved = resolve(config_);
   NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
            "' has no config.json");
   mc_ = ModelConfig::from_dir(config_.model);
   config_.max_model_len = std::min(config_.max_model_len, mc_.max_context_len());
+  resolved.spec.max_model_len = config_.max_model_len;
   if (fs::exists(fs::path(config_.model) / "tokenizer.json"))
     tokenizer_ = Tokenizer::from_dir(config_.model);
 
@@ -33,9 +35,9 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
         *tokenizer_, eos_ids_, mc_.vocab_size,
         chat::tool_call_format_for_template(tokenizer_->chat_template()));
 
-  runner_ = std::make_unique<ModelRunner>(config_, mc_);
+  runner_ = std::make_unique<ModelRunner>(resolved, mc_);
+  config_ = resolved.settled();
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
-  config_.device = device_name(runner_->backend().device());
   // A sequence must always fit the cache alone, or it could be preempted forever.
   const int cache_tokens = config_.num_kvcache_blocks * config_.kvcache_block_size;
   if (config_.max_model_len > cache_tokens) {
@@ -43,7 +45,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
                  config_.max_model_len, cache_tokens);
     config_.max_model_len = cache_tokens;
   }
-  const SchedulePolicy policy = parse_schedule_policy(config_.policy);
+  const SchedulePolicy policy = resolved.policy;
   NV_CHECK(policy != SchedulePolicy::kPrefillFirst ||
                config_.max_num_batched_tokens >= config_.max_model_len,
            "max_num_batched_tokens (", config_.max_num_batched_tokens,

@@ -29,18 +29,10 @@ int64_t mem_available_bytes() {
 }
 }  // namespace
 
-ModelLoadOptions ModelRunner::load_options(const Config& c) {
+ModelLoadOptions ModelRunner::load_options(const ResolvedConfig& c) {
   ModelLoadOptions o;
-  o.linear_quant = parse_quant_scheme(c.quantization);
-  // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
-  // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
-  // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
-  if (c.lm_head_quantization != "auto") {
-    o.lm_head_quant = parse_quant_scheme(c.lm_head_quantization);
-  } else {
-    o.lm_head_quant = o.linear_quant.kind == QuantKind::Int4 ? parse_quant_scheme("int8")
-                                                             : o.linear_quant;
-  }
+  o.linear_quant = c.quantization;
+  o.lm_head_quant = c.lm_head_quantization;
   return o;
 }
 
@@ -49,62 +41,53 @@ int64_t ModelRunner::cpu_kv_budget(const Config& c) {
   return int64_t(double(mem_available_bytes()) * c.cpu_kvcache_fraction);
 }
 
-namespace {
-std::chrono::milliseconds dist_timeout(const Config& c) {
-  return std::chrono::milliseconds(int64_t(c.dist_timeout_s * 1000.0));
-}
-}  // namespace
-
-ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc) : config_(config), mc_(mc) {
-  if (config.tensor_parallel_size > 1) {
-    TpShard::plan(mc, 0, config.tensor_parallel_size);  // a shape that cannot split fails here
+ModelRunner::ModelRunner(const ResolvedConfig& config, const ModelConfig& mc)
+    : config_(config), mc_(mc) {
+  const Config& c = config.spec;
+  if (c.tensor_parallel_size > 1) {
+    TpShard::plan(mc, 0, c.tensor_parallel_size);  // a shape that cannot split fails here
     DistOptions o;
     o.rank = 0;
-    o.world = config.tensor_parallel_size;
-    o.init_addr = config.dist_init_addr;
-    o.worker_command = config.worker_command;
-    o.timeout = dist_timeout(config);
+    o.world = c.tensor_parallel_size;
+    o.init_addr = c.dist_init_addr;
+    o.worker_command = c.worker_command;
+    o.timeout = config.dist_timeout;
     group_ = std::make_unique<ProcessGroup>(o);
-    send_text(group_->control(), config_to_json(config));
+    send_text(group_->control(), config_to_json(c));
   }
   init();
 }
 
-ModelRunner::ModelRunner(const Config& config, const ModelConfig& mc,
+ModelRunner::ModelRunner(const ResolvedConfig& config, const ModelConfig& mc,
                          std::unique_ptr<ProcessGroup> group)
     : config_(config), mc_(mc), group_(std::move(group)) {
   NV_CHECK(group_ && group_->rank() > 0, "this constructor is for tensor-parallel ranks > 0");
-  NV_CHECK(group_->world() == config.tensor_parallel_size, "rank ", group_->rank(), " joined a ",
-           group_->world(), "-rank group but rank 0 runs tensor_parallel_size ",
-           config.tensor_parallel_size, " (start every rank with the same size)");
+  NV_CHECK(group_->world() == config.spec.tensor_parallel_size, "rank ", group_->rank(),
+           " joined a ", group_->world(), "-rank group but rank 0 runs tensor_parallel_size ",
+           config.spec.tensor_parallel_size, " (start every rank with the same size)");
   init();
 }
 
 void ModelRunner::init() {
-  const Config& config = config_;
-  const int world = config.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
-  // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
-  int threads = config.num_threads > 0 ? config.num_threads : config.backend.num_threads;
-  if (threads <= 0 && world > 1)
-    threads = std::max(1, int(std::thread::hardware_concurrency()) / world);
-  backend_ = make_backend(config.device, threads, /*cuda_device=*/rank, config.backend);
-  kv_dtype_ = config.kv_cache_dtype == "auto" ? backend_->act_dtype()
-              : config.kv_cache_dtype == "bf16" ? DType::BF16
-                                                : DType::F32;
+  const Config& spec = config_.spec;
+  const int world = spec.tensor_parallel_size, rank = group_ ? group_->rank() : 0;
+  backend_ = make_backend(config_.device, config_.num_threads, /*cuda_device=*/rank,
+                          spec.backend);
+  kv_dtype_ = config_.kv_cache_dtype;
   NV_CHECK(backend_->kv_cache_dtype_supported(kv_dtype_), "--kv-cache-dtype ",
-           config.kv_cache_dtype, " is not supported on the ", backend_->name(), " backend (it uses ",
+           spec.kv_cache_dtype, " is not supported on the ", backend_->name(), " backend (it uses ",
            dtype_name(backend_->act_dtype()), ")");
-  comm_ = make_communicator(group_.get(), *backend_, dist_timeout(config));
+  comm_ = make_communicator(group_.get(), *backend_, config_.dist_timeout);
   if (world > 1) channel_ = std::make_unique<StepChannel>(*comm_);
   const TpShard shard = TpShard::plan(mc_, rank, world);
-  WeightStore ws = WeightStore::open_dir(config.model);
+  WeightStore ws = WeightStore::open_dir(spec.model);
   // NaN/Inf: error naming the tensor (rank 0 reads the whole checkpoint once for all ranks)
-  if (!config.allow_nonfinite_weights && rank == 0) check_finite_weights(ws);
-  model_ = std::make_unique<DecoderModel>(mc_, *backend_, ws, config.max_model_len, shard,
-                                          comm_.get(), load_options(config));
+  if (!spec.allow_nonfinite_weights && rank == 0) check_finite_weights(ws);
+  model_ = std::make_unique<DecoderModel>(mc_, *backend_, ws, spec.max_model_len, shard,
+                                          comm_.get(), load_options(config_));
 
-  const int bs = config.kvcache_block_size;
-  int num_blocks = config.num_kvcache_blocks;
+  const int bs = spec.kvcache_block_size;
+  int num_blocks = spec.num_kvcache_blocks;
   if (num_blocks < 0) {
     // A block holds the rank's KV heads; the budget covers the blocks of all N ranks (CPU: one
     // machine's RAM; CUDA: measured per GPU, so per rank).
@@ -112,15 +95,15 @@ void ModelRunner::init() {
     int64_t budget = -1, ranks_sharing = 1;
     if (backend_->device() != Device::CPU) {
       warmup();  // activation peak at the largest batch, then measure what is left
-      budget = backend_->kv_cache_budget_bytes(config.gpu_memory_utilization);
+      budget = backend_->kv_cache_budget_bytes(spec.gpu_memory_utilization);
     }
     if (budget < 0) {
-      budget = cpu_kv_budget(config);
+      budget = cpu_kv_budget(spec);
       ranks_sharing = world;
     }
     int64_t fit = budget / (int64_t(bb) * ranks_sharing);
     // No more than every sequence at max_model_len could ever use.
-    int64_t need = int64_t(config.max_num_seqs) * ((config.max_model_len + bs - 1) / bs);
+    int64_t need = int64_t(spec.max_num_seqs) * ((spec.max_model_len + bs - 1) / bs);
     // Every rank must hold the same blocks: the smallest budget decides.
     num_blocks = int(comm_->all_reduce_min(std::min<int64_t>(fit, need)));
     NV_CHECK(num_blocks >= 1, "KV cache budget of ", budget, " bytes fits no block of ",
@@ -130,10 +113,10 @@ void ModelRunner::init() {
 
   // Like nano-vLLM: graphs are captured after the KV cache is sized, from what is left.
   StepExecutorOptions eo;
-  eo.max_num_seqs = config.max_num_seqs;
-  eo.max_model_len = config.max_model_len;
+  eo.max_num_seqs = spec.max_num_seqs;
+  eo.max_model_len = spec.max_model_len;
   eo.block_size = bs;
-  eo.enforce_eager = config.enforce_eager;
+  eo.enforce_eager = spec.enforce_eager;
   executor_ = make_step_executor(
       *backend_, [this](const BatchTensors& b) { return model_->forward_hidden(b, kv_); }, eo);
 }
@@ -152,8 +135,9 @@ ModelRunner::~ModelRunner() {
 void ModelRunner::warmup() {
   // nano-vLLM's warm-up: as many max_model_len sequences as the token budget allows, all reading
   // one scratch block table (slot_mapping -1: nothing stored), so the allocator sees its peak.
-  const int bs = config_.kvcache_block_size, len = config_.max_model_len;
-  const int nseq = std::max(1, std::min(config_.max_num_seqs, config_.max_num_batched_tokens / len));
+  const Config& c = config_.spec;
+  const int bs = c.kvcache_block_size, len = c.max_model_len;
+  const int nseq = std::max(1, std::min(c.max_num_seqs, c.max_num_batched_tokens / len));
   const int nblocks = (len + bs - 1) / bs;
   KVCache scratch = KVCache::allocate(*backend_, mc_, nblocks, bs, model_->num_local_kv_heads(),
                                      kv_dtype_);
@@ -183,7 +167,7 @@ void ModelRunner::warmup() {
 
 HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
   HostBatch hb;
-  const int bs = config_.kvcache_block_size;
+  const int bs = config_.spec.kvcache_block_size;
   hb.block_size = bs;
   hb.num_seqs = int(out.seqs.size());
   hb.cu_seqlens_q.push_back(0);
@@ -224,7 +208,7 @@ Tensor ModelRunner::run(const HostBatch& hb) {
   // executor (eager upload or graph staging) takes it to the device: kernels cannot report a
   // bad index, and the CPU and CUDA kernels must never see different inputs. Checked before
   // the broadcast, so a bad batch never reaches the other ranks.
-  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.max_model_len, kv_.num_blocks,
+  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.spec.max_model_len, kv_.num_blocks,
                                  kv_.block_size});
   if (channel_) channel_->send_step(hb);
   return forward(hb);
@@ -234,7 +218,7 @@ bool ModelRunner::serve_step() {
   NV_CHECK(channel_ && rank() > 0, "serve_step is for tensor-parallel ranks > 0");
   HostBatch hb;
   if (!channel_->receive(&hb)) return false;
-  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.max_model_len, kv_.num_blocks,
+  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.spec.max_model_len, kv_.num_blocks,
                                  kv_.block_size});
   forward(hb);
   return true;

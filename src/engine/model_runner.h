@@ -11,6 +11,7 @@
 #pragma once
 #include <memory>
 
+#include "engine/resolved_config.h"
 #include "parallel/communicator.h"
 #include "parallel/process_group.h"
 #include "engine/scheduler.h"
@@ -24,13 +25,14 @@ namespace nanovllm {
 
 class ModelRunner {
  public:
-  // Loads weights, sizes the KV cache (config.num_kvcache_blocks == -1: from the budget), then
-  // makes the step executor (CUDA without enforce_eager: captures the decode graphs now).
+  // Loads weights, sizes the KV cache (num_kvcache_blocks == -1: from the budget), then makes
+  // the step executor (CUDA without enforce_eager: captures the decode graphs now).
   // Rank 0. tensor_parallel_size > 1: forms the group first (starting ranks 1..N-1 here, or
-  // waiting for them at config.dist_init_addr) and sends them `config`.
-  ModelRunner(const Config& config, const ModelConfig& model_config);
-  // Rank r > 0 of a formed group, with the config rank 0 sent (engine/tp_worker.cc).
-  ModelRunner(const Config& config, const ModelConfig& model_config,
+  // waiting for them at dist_init_addr) and sends them `config.spec`.
+  ModelRunner(const ResolvedConfig& config, const ModelConfig& model_config);
+  // Rank r > 0 of a formed group, with the config rank 0 sent, resolved here
+  // (engine/tp_worker.cc).
+  ModelRunner(const ResolvedConfig& config, const ModelConfig& model_config,
               std::unique_ptr<ProcessGroup> group);
   // Rank 0: tells the workers to exit and waits for them (kills them after a grace period).
   ~ModelRunner();
@@ -52,8 +54,8 @@ class ModelRunner {
   // Ranks > 0: runs the next step rank 0 broadcasts; false when rank 0 shuts the group down.
   bool serve_step();
 
-  // Quantization of the weights at load, from the config's strings.
-  static ModelLoadOptions load_options(const Config& config);
+  // Quantization of the weights at load.
+  static ModelLoadOptions load_options(const ResolvedConfig& config);
   // CPU KV budget in bytes for `config` (explicit bytes, else a fraction of available RAM).
   static int64_t cpu_kv_budget(const Config& config);
 
@@ -61,7 +63,7 @@ class ModelRunner {
   void init();
   Tensor forward(const HostBatch& batch);
   void warmup();
-  Config config_;
+  ResolvedConfig config_;
   ModelConfig mc_;
   std::unique_ptr<ProcessGroup> group_;  // null: single rank
   std::unique_ptr<Backend> backend_;

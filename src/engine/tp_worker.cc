@@ -10,8 +10,9 @@ int run_tp_worker(const DistOptions& options) {
   NV_CHECK(options.rank > 0, "a worker runs rank >= 1 (rank 0 is the engine), got --rank ",
            options.rank);
   auto group = std::make_unique<ProcessGroup>(options);
-  const Config config = config_from_json(receive_text(group->control()));
-  const ModelConfig mc = ModelConfig::from_dir(config.model);
+  // Resolved here: `auto` settles for this machine.
+  const ResolvedConfig config = resolve(config_from_json(receive_text(group->control())));
+  const ModelConfig mc = ModelConfig::from_dir(config.spec.model);
   ModelRunner runner(config, mc, std::move(group));
   while (runner.serve_step()) {
   }

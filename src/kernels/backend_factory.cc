@@ -4,13 +4,13 @@
 
 namespace nanovllm {
 
-std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads, int cuda_device,
+std::unique_ptr<Backend> make_backend(Device device, int num_threads, int cuda_device,
                                       const BackendOptions& options) {
-  if (device == "cuda" || (device == "auto" && cuda_available()))
-    return make_cuda_backend(cuda_device, options);
-  if (device == "cpu" || device == "auto") return make_cpu_backend(num_threads, options);
-  NV_THROW("unknown device '", device, "' (auto | cpu | cuda)");
+  if (device == Device::CUDA) return make_cuda_backend(cuda_device, options);
+  return make_cpu_backend(num_threads, options);
 }
+
+DType activation_dtype(Device device) { return device == Device::CUDA ? DType::BF16 : DType::F32; }
 
 // CUDA entry points when the CUDA backend is not compiled in: a clear error, never a crash.
 #ifndef NANOVLLM_HAVE_CUDA

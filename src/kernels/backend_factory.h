@@ -11,13 +11,16 @@
 
 namespace nanovllm {
 
-// device: "cpu" | "cuda" | "auto" (CUDA when a usable device is present, else CPU).
 // num_threads: CPU threads (<= 0: all cores); ignored on CUDA. cuda_device: the GPU (one per
-// tensor-parallel rank); ignored on the CPU. Throws nanovllm::Error naming the device when it
-// is unknown or unavailable. options: how the backend runs its kernels (Config::backend); the
-// backend keeps its own copy, so backends with different options can live in one process.
-std::unique_ptr<Backend> make_backend(const std::string& device, int num_threads,
-                                      int cuda_device = 0, const BackendOptions& options = {});
+// tensor-parallel rank); ignored on the CPU. Throws nanovllm::Error when the device is
+// unavailable. options: how the backend runs its kernels (Config::backend); the backend keeps
+// its own copy, so backends with different options can live in one process. (Config's "auto"
+// device is settled before: engine/resolved_config.h.)
+std::unique_ptr<Backend> make_backend(Device device, int num_threads, int cuda_device = 0,
+                                      const BackendOptions& options = {});
+// The activation type of the backend make_backend makes for `device` (CPU f32, CUDA bf16):
+// the KV cache's type under kv_cache_dtype auto.
+DType activation_dtype(Device device);
 
 // Creates the CPU backend (num_threads <= 0: all cores).
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, const BackendOptions& options = {});

@@ -3,6 +3,9 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <type_traits>
 
 #include "server/api_error.h"
 #include "server/request_features.h"
@@ -96,43 +99,59 @@ std::map<int, float> parse_logit_bias(const json& lb) {
   return out;
 }
 
+// A sampling field from the request field of the same name (SamplingParams' names are vLLM's
+// request fields), by its type; absent (or null) keeps the default.
+void read_param(const json& b, const char* key, float& v) { v = float(get_number(b, key, v)); }
+void read_param(const json& b, const char* key, int& v) { v = get_int(b, key, v); }
+void read_param(const json& b, const char* key, bool& v) { v = get_bool(b, key, v); }
+void read_param(const json& b, const char* key, std::optional<uint64_t>& v) {
+  if (field(b, key)) v = uint64_t(get_int64(b, key, 0));
+}
+void read_param(const json& b, const char* key, std::vector<std::string>& v) {  // stop
+  const json* s = field(b, key);
+  if (!s) return;
+  if (s->is_string()) {
+    v.push_back(s->get<std::string>());
+  } else if (s->is_array()) {
+    for (const auto& x : *s) {
+      if (!x.is_string()) throw type_error(key, "a string or a list of strings");
+      v.push_back(x.get<std::string>());
+    }
+  } else {
+    throw type_error(key, "a string or a list of strings");
+  }
+}
+void read_param(const json& b, const char* key, std::vector<int>& v) {  // stop_token_ids
+  const json* s = field(b, key);
+  if (!s) return;
+  if (!s->is_array()) throw type_error(key, "a list of integer token ids");
+  v = get_token_ids(*s, key);
+}
+void read_param(const json& b, const char* key, std::map<int, float>& v) {  // logit_bias
+  if (const json* lb = field(b, key)) v = parse_logit_bias(*lb);
+}
+
+// Sampling fields whose request form differs by endpoint (or has other names): read by
+// parse_completion_request / parse_chat_request, parse_n and parse_constraints.
+bool endpoint_specific(std::string_view name) {
+  return name == "max_tokens" || name == "logprobs" || name == "n" || name == "structured_outputs";
+}
+
 // Fields shared by both endpoints: model, sampling, stop conditions, n, streaming.
 void parse_common(const json& b, GenerationRequest& r) {
   if (const json* m = field(b, "model")) {
     if (!m->is_string()) throw type_error("model", "a string");
     r.model = m->get<std::string>();
   }
-  SamplingParams& p = r.params;
-  p.temperature = float(get_number(b, "temperature", 1.0));
-  p.top_p = float(get_number(b, "top_p", 1.0));
-  p.top_k = get_int(b, "top_k", -1);
-  p.min_p = float(get_number(b, "min_p", 0.0));
-  if (field(b, "seed")) p.seed = uint64_t(get_int64(b, "seed", 0));
-  p.min_tokens = get_int(b, "min_tokens", 0);
-  p.ignore_eos = get_bool(b, "ignore_eos", false);
-  p.skip_special_tokens = get_bool(b, "skip_special_tokens", true);
-  if (const json* s = field(b, "stop")) {
-    if (s->is_string()) {
-      p.stop.push_back(s->get<std::string>());
-    } else if (s->is_array()) {
-      for (const auto& x : *s) {
-        if (!x.is_string()) throw type_error("stop", "a string or a list of strings");
-        p.stop.push_back(x.get<std::string>());
-      }
-    } else {
-      throw type_error("stop", "a string or a list of strings");
+  // Every other sampling field, from the table (nanovllm/sampling_params.h). Ranges are checked
+  // by SamplingParams::validate (validate_params), vocabulary ids by the engine.
+  for_each_field<SamplingParams>([&](const auto& f) {
+    using M = typename std::remove_cvref_t<decltype(f)>::Member;
+    if constexpr (!std::is_same_v<M, StructuredOutputsParams>) {
+      if (!endpoint_specific(f.name)) read_param(b, f.name.data(), r.params.*f.member);
     }
-  }
-  if (const json* s = field(b, "stop_token_ids")) {
-    if (!s->is_array()) throw type_error("stop_token_ids", "a list of integer token ids");
-    p.stop_token_ids = get_token_ids(*s, "stop_token_ids");
-  }
+  });
   parse_n(b, r);
-  // Ranges are checked by SamplingParams::validate (validate_params), vocabulary ids by the engine.
-  p.presence_penalty = float(get_number(b, "presence_penalty", 0.0));
-  p.frequency_penalty = float(get_number(b, "frequency_penalty", 0.0));
-  p.repetition_penalty = float(get_number(b, "repetition_penalty", 1.0));
-  if (const json* lb = field(b, "logit_bias")) p.logit_bias = parse_logit_bias(*lb);
   r.stream = get_bool(b, "stream", false);
   if (const json* so = field(b, "stream_options")) {
     if (!so->is_object()) throw type_error("stream_options", "an object");

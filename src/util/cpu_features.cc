@@ -6,7 +6,7 @@
 
 namespace nanovllm {
 
-static CpuFeatures detect(const std::string& cap) {
+static CpuFeatures detect(IsaCap cap) {
   CpuFeatures f;
   unsigned a, b, c, d;
   if (!__get_cpuid_count(1, 0, &a, &b, &c, &d)) return f;
@@ -35,7 +35,8 @@ static CpuFeatures detect(const std::string& cap) {
   }
   f.fma = f.fma && ymm;
   {
-    const bool vnni = cap == "avxvnni", avx2 = cap == "avx2", scalar = cap == "scalar";
+    const bool vnni = cap == IsaCap::kAvxVnni, avx2 = cap == IsaCap::kAvx2,
+               scalar = cap == IsaCap::kScalar;
     if (vnni || avx2 || scalar)
       f.avx512f = f.avx512bw = f.avx512vl = f.avx512_bf16 = f.amx_bf16 = f.avx512_vnni = false;
     if (avx2 || scalar) f.avx_vnni = false;
@@ -46,8 +47,8 @@ static CpuFeatures detect(const std::string& cap) {
 
 // The cap is read once: kernels dispatch on these flags without a context parameter, so the
 // level is a property of the process (BackendOptions::isa must agree, see cpu_isa_cap()).
-const std::string& cpu_isa_cap() {
-  static const std::string cap = backend_options_from_env().isa;
+IsaCap cpu_isa_cap() {
+  static const IsaCap cap = backend_options_from_env().isa;
   return cap;
 }
 

@@ -7,6 +7,8 @@
 #pragma once
 #include <string>
 
+#include "nanovllm/backend_options.h"
+
 namespace nanovllm {
 
 struct CpuFeatures {
@@ -17,7 +19,7 @@ struct CpuFeatures {
   std::string summary() const;  // e.g. "avx512_bf16"
 };
 const CpuFeatures& cpu_features();
-// The cap in effect ("" = none): a backend whose options ask for another one refuses to start.
-const std::string& cpu_isa_cap();
+// The cap in effect: a backend whose options ask for another one refuses to start.
+IsaCap cpu_isa_cap();
 
 }  // namespace nanovllm

@@ -1,7 +1,7 @@
 """`nanovllm generate` sampling flags end to end: greedy decoding with --repetition-penalty,
 --frequency-penalty and --presence-penalty against a replay in f64 over the raw logits of the
-same sequence (`nanovllm logits`), min-tokens, and the clear errors of out-of-range penalties (tensor-parallel errors:
-test_tensor_parallel.py).
+same sequence (`nanovllm logits`), min-tokens, and the clear errors, naming the flag, of
+out-of-range values (tensor-parallel errors: test_tensor_parallel.py).
 Uses stories260K from the shared data when present, else a tiny random model."""
 import json
 import os
@@ -82,9 +82,15 @@ def expect_failure(args, message):
 
 def case_bad_flags(model):
     base = ["generate", "--model", model, "--prompt-ids", "1,2", "--max-tokens", 2]
-    expect_failure(base + ["--repetition-penalty", 0], "repetition_penalty must be finite and > 0")
-    expect_failure(base + ["--presence-penalty", 2.5], "presence_penalty must be in [-2, 2]")
-    expect_failure(base + ["--frequency-penalty", -3], "frequency_penalty must be in [-2, 2]")
+    expect_failure(base + ["--repetition-penalty", 0], "--repetition-penalty must be finite and > 0")
+    expect_failure(base + ["--presence-penalty", 2.5], "--presence-penalty must be in [-2, 2], got 2.5")
+    expect_failure(base + ["--frequency-penalty", -3], "--frequency-penalty must be in [-2, 2]")
+    # Every flag's rule comes from its field's row; the pairs are checked after parsing.
+    expect_failure(base + ["--top-p", 0], "--top-p must be in (0, 1], got 0")
+    expect_failure(base + ["--stop", ""], "--stop strings must be non-empty")
+    expect_failure(base + ["--min-tokens", 5], "min_tokens must be in [0, max_tokens=2], got 5")
+    expect_failure(base + ["--kv-cache-dtype", "f16"], "--kv-cache-dtype must be auto, f32 or bf16, got 'f16'")
+    expect_failure(base + ["--block-size", 24], "--block-size must be a positive multiple of 16, got 24")
 
 
 def main():

@@ -132,7 +132,8 @@ def cases(model, eos_model, nan_model, first, tmp):
     """flag -> (model, base options, options with the flag, expectation). Expectations:
     'differs' (the run must succeed and differ), 'error' (refused), 'differs-or-error'
     (--device cuda: refused without CUDA, a different run with it), 'cuda' (checked only where
-    CUDA runs; a no-op on the CPU by its documentation), ('writes', path) (the run succeeds and
+    CUDA runs, there 'differs'; a no-op on the CPU by its documentation), 'cuda-error' (the
+    same, there 'error'), ('writes', path) (the run succeeds and
     writes that file, which the run without the flag does not), 'enables' (the run without it is
     refused, the run with it succeeds), 'error-differs' (both refused, with different messages:
     the error names the flag's value)."""
@@ -161,6 +162,8 @@ def cases(model, eos_model, nan_model, first, tmp):
         "--policy": (model, batch, w(batch, policy="mixed"), "differs"),
         "--no-prefix-caching": (model, shared, w(shared, no_prefix_caching=True), "differs"),
         "--enforce-eager": (model, cuda, w(cuda, enforce_eager=True), "cuda"),
+        # 0.1% of the GPU holds less than the CUDA context and the weights: no KV block fits.
+        "--gpu-memory-utilization": (model, cuda, w(cuda, gpu_memory_utilization=0.001), "cuda-error"),
         # stories260K: 8 heads, 4 KV heads. TP = 2 gives TP = 1's tokens (test_tensor_parallel.py
         # checks that); 3 does not divide the heads, a documented error.
         "--tensor-parallel-size": (model, greedy, w(greedy, tensor_parallel_size=3), "error"),
@@ -215,7 +218,7 @@ def check_effects(flags, table, cuda_runs):
     failures = []
     for flag in flags:
         model, base, changed, expect = table[flag]
-        if expect == "cuda" and not cuda_runs:
+        if expect in ("cuda", "cuda-error") and not cuda_runs:
             print(f"  {flag}: not checked (a CUDA-only flag; no CUDA device here)")
             continue
         if isinstance(expect, tuple):  # ("writes", path)
@@ -251,7 +254,7 @@ def check_effects(flags, table, cuda_runs):
             continue
         if berr:
             failures.append(f"{flag}: the baseline run failed: {berr[-300:]}")
-        elif expect == "error" or (expect == "differs-or-error" and cerr):
+        elif expect in ("error", "cuda-error") or (expect == "differs-or-error" and cerr):
             if not cerr:
                 failures.append(f"{flag}: accepted, expected an error")
             else:

@@ -4,7 +4,7 @@ carrying the C++ message. Unknown LLM(**kwargs) are ignored, as nano-vLLM ignore
 import pytest
 
 import nanovllm
-from nanovllm import LLM, NanoVLLMError, SamplingParams
+from nanovllm import LLM, Config, NanoVLLMError, SamplingParams
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +62,9 @@ def test_sampling_params_api():
     (dict(device="tpu"), ValueError, r"device must be auto, cpu or cuda, got 'tpu'"),
     (dict(policy="fifo"), ValueError, r"policy must be prefill-first or mixed"),
     (dict(gpu_memory_utilization=1.5), ValueError, r"gpu_memory_utilization must be in \(0, 1\]"),
+    (dict(kv_cache_dtype="f16"), ValueError, r"kv_cache_dtype must be auto, f32 or bf16, got 'f16'"),
+    (dict(quantization="int5"), ValueError, r"quantization must be none, int8, int4, .* got 'int5'"),
+    (dict(allow_nonfinite_weights="yes"), TypeError, r"Config\.allow_nonfinite_weights must be a bool"),
     # The tiny model's 4 heads do not split over 3 ranks: the engine's message comes through.
     (dict(tensor_parallel_size=3, device="cpu"), NanoVLLMError,
      r"tensor_parallel_size 3 does not divide the model's num_attention_heads \(4\)"),
@@ -83,6 +86,14 @@ def test_unknown_kwargs_are_ignored(tiny_model):
     llm = LLM(tiny_model, hf_config=None, eos=-1, some_future_option=True, num_kvcache_blocks=8)
     assert llm.config.num_kvcache_blocks == 8
     assert llm.config.model == tiny_model
+
+
+def test_config_reports_what_auto_settled_to(tiny_model):
+    llm = LLM(tiny_model, device="cpu", quantization="int4", num_kvcache_blocks=8)
+    c = llm.config
+    assert (c.device, c.kv_cache_dtype, c.lm_head_quantization) == ("cpu", "f32", "int8")
+    assert c.quantization == "int4"  # as given
+    assert Config(allow_nonfinite_weights=True).allow_nonfinite_weights
 
 
 @pytest.mark.parametrize("prompts,params,exc,match", [

@@ -29,9 +29,9 @@ class CpuBackend final : public Backend {
         linear_path_(o.linear_path) {
     o.validate();
     // The ISA cap is process-wide (util/cpu_features.h): refuse options that ask for another
-    // ("" asks for none in particular).
-    NV_CHECK(o.isa.empty() || o.isa == cpu_isa_cap(), "the CPU backend's ISA cap '", o.isa,
-             "' differs from the process's '", cpu_isa_cap(),
+    // (IsaCap::kNone asks for none in particular).
+    NV_CHECK(o.isa == IsaCap::kNone || o.isa == cpu_isa_cap(), "the CPU backend's ISA cap '",
+             enum_name(o.isa), "' differs from the process's '", enum_name(cpu_isa_cap()),
              "' (the cap is process-wide: set NANOVLLM_ISA before the first backend)");
   }
   Device device() const override { return Device::CPU; }

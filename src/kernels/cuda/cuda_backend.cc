@@ -40,8 +40,9 @@ CudaBackend::CudaBackend(int device_id, const BackendOptions& options) : device_
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
   options.validate();
-  prefill_impl_ = options.cuda_prefill == "tc" ? PrefillImpl::kTensorCore : PrefillImpl::kSimple;
-  decode_impl_ = options.cuda_decode == "v2" ? DecodeImpl::kV2 : DecodeImpl::kV1;
+  prefill_impl_ = options.cuda_prefill == CudaPrefill::kTensorCore ? PrefillImpl::kTensorCore
+                                                                   : PrefillImpl::kSimple;
+  decode_impl_ = options.cuda_decode == CudaDecode::kV2 ? DecodeImpl::kV2 : DecodeImpl::kV1;
   alloc_ = std::make_shared<DeviceAllocator>(device_);
   gemm_ = std::make_unique<Gemm>(stream_);
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/model_runner.h"
+#include "engine/resolved_config.h"
 #include "nanovllm/config.h"
 #include "nanovllm/sampling_params.h"
 #include "util/check.h"
@@ -123,8 +124,7 @@ TEST(Config, LmHeadQuantization) {
     Config c;
     c.quantization = layers;
     c.lm_head_quantization = h;
-    c.validate();
-    return ModelRunner::load_options(c).lm_head_quant.str();
+    return resolve(c).lm_head_quantization.str();
   };
   EXPECT_EQ(head("none", "auto"), "none");
   EXPECT_EQ(head("int8", "auto"), "int8");

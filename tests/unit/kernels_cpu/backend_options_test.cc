@@ -73,27 +73,24 @@ TEST(BackendOptions, TwoBackendsKeepTheirOwnWeightCopy) {
   }
 }
 
-// Bad options are clear errors when the backend is made, naming the field and allowed values.
+// Bad options are clear errors when the backend is made, naming the field and allowed values
+// (the names themselves are parsed at the edges: the environment, JSON, Python).
 TEST(BackendOptions, BadOptionsAreClearErrors) {
   BackendOptions o;
-  o.cuda_prefill = "fast";
+  o.cuda_decode = CudaDecode(7);
   try {
     make_cpu_backend(1, o);
-    FAIL() << "accepted cuda_prefill 'fast'";
+    FAIL() << "accepted cuda_decode 7";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'simple' or 'tc', got 'fast'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("backend cuda_decode must be v1 or v2, got 7"),
+              std::string::npos)
         << e.what();
   }
   o = BackendOptions{};
-  o.cuda_decode = "v3";
-  try {
-    make_cpu_backend(1, o);
-    FAIL() << "accepted cuda_decode 'v3'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'v1' or 'v2', got 'v3'"), std::string::npos) << e.what();
-  }
+  o.spin_us = -1;
+  EXPECT_THROW(make_cpu_backend(1, o), Error);
   o = BackendOptions{};
-  o.isa = cpu_isa_cap() == "scalar" ? "avx2" : "scalar";  // not the process's cap
+  o.isa = cpu_isa_cap() == IsaCap::kScalar ? IsaCap::kAvx2 : IsaCap::kScalar;  // not the process's
   try {
     make_cpu_backend(1, o);
     FAIL() << "accepted an ISA cap the process does not have";

@@ -67,7 +67,7 @@ std::vector<std::vector<float>> step_logits(const std::string& model, int tp) {
   Config c = tp_config(model, tp);
   const ModelConfig mc = ModelConfig::from_dir(model);
   c.max_model_len = std::min(c.max_model_len, mc.max_position_embeddings);
-  ModelRunner runner(c, mc);
+  ModelRunner runner(resolve(c), mc);
   EXPECT_EQ(runner.world_size(), tp);
   std::vector<std::vector<float>> out;
   for (const HostBatch& hb : {prefill_batch(mc.vocab_size), decode_batch(mc.vocab_size)}) {

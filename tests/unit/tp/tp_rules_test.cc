@@ -150,9 +150,9 @@ TEST(ConfigJson, RoundTripsEveryField) {
   c.backend.adaptive_threads = false;
   c.backend.cpu_weight_copy = false;
   c.backend.linear_path = LinearPath::kBlas;
-  c.backend.isa = "avx2";
-  c.backend.cuda_prefill = "tc";
-  c.backend.cuda_decode = "v2";
+  c.backend.isa = IsaCap::kAvx2;
+  c.backend.cuda_prefill = CudaPrefill::kTensorCore;
+  c.backend.cuda_decode = CudaDecode::kV2;
   const std::string j = config_to_json(c);
   EXPECT_EQ(config_to_json(config_from_json(j)), j);
   // Every field is in the JSON with its changed value (none left at its default).

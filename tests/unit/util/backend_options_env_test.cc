@@ -58,9 +58,9 @@ TEST(BackendOptionsEnv, UnsetGivesTheStructDefaults) {
   EXPECT_TRUE(e.adaptive_threads);
   EXPECT_TRUE(e.cpu_weight_copy);
   EXPECT_EQ(e.linear_path, LinearPath::kAuto);
-  EXPECT_EQ(e.isa, "");
-  EXPECT_EQ(e.cuda_prefill, "simple");
-  EXPECT_EQ(e.cuda_decode, "v1");
+  EXPECT_EQ(e.isa, IsaCap::kNone);
+  EXPECT_EQ(e.cuda_prefill, CudaPrefill::kSimple);
+  EXPECT_EQ(e.cuda_decode, CudaDecode::kV1);
 }
 
 TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
@@ -77,22 +77,24 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   EXPECT_EQ(c.backend.spin_us, 0);
   EXPECT_FALSE(c.backend.adaptive_threads);
   EXPECT_FALSE(c.backend.cpu_weight_copy);
-  EXPECT_EQ(c.backend.isa, "avx2");
-  EXPECT_EQ(c.backend.cuda_prefill, "tc");
-  EXPECT_EQ(c.backend.cuda_decode, "v2");
+  EXPECT_EQ(c.backend.isa, IsaCap::kAvx2);
+  EXPECT_EQ(c.backend.cuda_prefill, CudaPrefill::kTensorCore);
+  EXPECT_EQ(c.backend.cuda_decode, CudaDecode::kV2);
 }
 
 TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
   EnvGuard g;
-  EXPECT_NE(error_of("NANOVLLM_NUM_THREADS", "four").find("NANOVLLM_NUM_THREADS must be an integer >= 0, got 'four'"),
+  EXPECT_NE(error_of("NANOVLLM_NUM_THREADS", "four").find("NANOVLLM_NUM_THREADS must be an integer, got 'four'"),
             std::string::npos);
-  EXPECT_NE(error_of("NANOVLLM_SPIN_US", "-5").find("NANOVLLM_SPIN_US"), std::string::npos);
+  EXPECT_NE(error_of("NANOVLLM_SPIN_US", "-5").find("NANOVLLM_SPIN_US must be >= 0, got -5"),
+            std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_CPU_WEIGHT_COPY", "no").find("NANOVLLM_CPU_WEIGHT_COPY must be 0 or 1"),
             std::string::npos);
-  EXPECT_NE(error_of("NANOVLLM_ISA", "avx9").find("avxvnni | avx2 | scalar, got 'avx9'"),
+  EXPECT_NE(error_of("NANOVLLM_ISA", "avx9").find("NANOVLLM_ISA must be '', avxvnni, avx2 or scalar, got 'avx9'"),
             std::string::npos);
-  EXPECT_NE(error_of("NANOVLLM_CUDA_PREFILL", "wmma").find("got 'wmma'"), std::string::npos);
-  EXPECT_NE(error_of("NANOVLLM_CUDA_DECODE", "v3").find("NANOVLLM_CUDA_DECODE) must be 'v1' or 'v2', got 'v3'"),
+  EXPECT_NE(error_of("NANOVLLM_CUDA_PREFILL", "wmma").find("NANOVLLM_CUDA_PREFILL must be simple or tc, got 'wmma'"),
+            std::string::npos);
+  EXPECT_NE(error_of("NANOVLLM_CUDA_DECODE", "v3").find("NANOVLLM_CUDA_DECODE must be v1 or v2, got 'v3'"),
             std::string::npos);
   EXPECT_EQ(error_of("NANOVLLM_NUM_THREADS", "8"), "accepted");
 }

@@ -1,0 +1,49 @@
+// resolve() (engine/resolved_config.h): the one place Config's strings are parsed.
+#include "engine/resolved_config.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "kernels/backend_factory.h"
+#include "util/check.h"
+
+namespace nanovllm {
+
+ResolvedConfig resolve(const Config& config) {
+  config.validate();  // every string is one of its field's choices from here on
+  ResolvedConfig r;
+  r.spec = config;
+  const Config& c = r.spec;
+  r.device = c.device == "cuda" || (c.device == "auto" && cuda_available()) ? Device::CUDA
+                                                                           : Device::CPU;
+  r.policy = parse_schedule_policy(c.policy);
+  r.quantization = parse_quant_scheme(c.quantization);
+  // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
+  // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
+  // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
+  if (c.lm_head_quantization != "auto")
+    r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
+  else if (r.quantization.kind == QuantKind::Int4)
+    r.lm_head_quantization = parse_quant_scheme("int8");
+  else
+    r.lm_head_quantization = r.quantization;
+  r.kv_cache_dtype = c.kv_cache_dtype == "auto" ? activation_dtype(r.device)
+                     : c.kv_cache_dtype == "bf16" ? DType::BF16
+                                                  : DType::F32;
+  // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
+  r.num_threads = c.num_threads > 0 ? c.num_threads : c.backend.num_threads;
+  if (r.num_threads <= 0)
+    r.num_threads = std::max(1, int(std::thread::hardware_concurrency()) / c.tensor_parallel_size);
+  r.dist_timeout = std::chrono::milliseconds(int64_t(double(c.dist_timeout_s) * 1000.0));
+  return r;
+}
+
+Config ResolvedConfig::settled() const {
+  Config c = spec;
+  c.device = device_name(device);
+  c.lm_head_quantization = lm_head_quantization.str();
+  c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
+  return c;
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,38 @@
+// A Config resolved once into the typed values the engine runs with: every string field parsed
+// into its type, every `auto` settled for this machine. LLMEngine resolves its Config when it
+// starts, a tensor-parallel worker the Config rank 0 sent it; ModelRunner, the scheduler and
+// the engine read these values, and no code reads Config's strings outside resolve().
+#pragma once
+#include <chrono>
+
+#include "engine/scheduler.h"
+#include "kernels/quantized.h"
+#include "nanovllm/config.h"
+#include "util/dtype.h"
+
+namespace nanovllm {
+
+struct ResolvedConfig {
+  // The Config as given (validated): its numbers are read from here, and ranks > 0 receive it
+  // as JSON and resolve it themselves (each machine settles `auto` for itself).
+  Config spec;
+  Device device = Device::CPU;   // auto: CUDA when a usable GPU is present, else the CPU
+  SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
+  QuantScheme quantization;           // the layers' linear weights
+  QuantScheme lm_head_quantization;   // auto: int8 with int4 layers, else the layers' scheme
+  DType kv_cache_dtype = DType::F32;  // auto: the device's activation type (CPU f32, CUDA bf16)
+  // CPU threads of this rank: num_threads, else backend.num_threads, else the cores divided
+  // among the tensor-parallel ranks (at least 1).
+  int num_threads = 1;
+  std::chrono::milliseconds dist_timeout{0};  // dist_timeout_s
+
+  // spec with each `auto` replaced by what it settled to (device, lm_head_quantization,
+  // kv_cache_dtype): what LLM::config() reports.
+  Config settled() const;
+};
+
+// Validates config (Config::validate: errors name the field), parses it and settles each
+// `auto` for this machine. Throws nanovllm::Error.
+ResolvedConfig resolve(const Config& config);
+
+}  // namespace nanovllm

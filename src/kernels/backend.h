@@ -53,6 +53,15 @@ struct AttentionParams {
   int num_kv_heads = 0;
   int head_dim = 0;
   float scale = 1.f;  // softmax scale, usually 1/sqrt(D)
+  // Sliding-window attention (Mistral, Gemma 3 local layers): the query at key position p sees
+  // keys p - sliding_window + 1 .. p (transformers' `q - k < window`); 0 = every earlier key.
+  int sliding_window = 0;
+};
+
+// The gated MLP activation: out = act(gate) * up.
+enum class GatedAct {
+  Silu,      // x * sigmoid(x) (Llama, Qwen)
+  GeluTanh,  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu_pytorch_tanh (Gemma 3)
 };
 
 // A model's hidden-state forward for one step: enqueues it and returns hidden [S, H].
@@ -118,9 +127,10 @@ class Backend {
 
   // --- ops --------------------------------------------------------------------------------
   // "act" = act_dtype() or F32; "float" = F32, BF16 or F16. T may be 0 (every op is a no-op).
-  // out[t, :] = table[ids[t] - vocab_start, :], zeros when outside [vocab_start, +rows).
-  // ids I32 [T], table [V_shard, H] float, out [T, H] act.
-  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out);
+  // out[t, :] = table[ids[t] - vocab_start, :] * scale, zeros when outside [vocab_start, +rows).
+  // ids I32 [T], table [V_shard, H] float, out [T, H] act. scale: Gemma's sqrt(H); else 1.
+  void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out,
+                 float scale = 1.f);
   // out = x / rms(x) * w. x, out [T, H] act (same shape and dtype); w [H] float.
   void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out);
   // Fused residual: residual += x; x = rms_norm(residual) * w. x, residual [T, H] act.
@@ -136,7 +146,9 @@ class Backend {
     else linear(x, w.dense, bias, out);
   }
   // out[T, I] = silu(gate_up[:, :I]) * gate_up[:, I:]. gate_up [T, 2I] act, out same dtype.
-  void silu_and_mul(const Tensor& gate_up, Tensor& out);
+  void silu_and_mul(const Tensor& gate_up, Tensor& out) { act_and_mul(gate_up, GatedAct::Silu, out); }
+  // The same with another activation (GatedAct).
+  void act_and_mul(const Tensor& gate_up, GatedAct act, Tensor& out);
   // In place on qkv [T, (Hq + 2 Hkv) * D] act: optional per-head RMSNorm of q and k (Qwen3;
   // weights [D] float of one dtype, null to skip), then rotate-half (NeoX) RoPE of q and k at
   // positions I32 [T], using cos_sin F32 [max_pos, D] (first D/2 columns cos, last D/2 sin).
@@ -151,7 +163,8 @@ class Backend {
                 const AttentionParams& p);
   // Causal attention of the step's queries (q part of qkv) over each sequence's paged context
   // (keys 0 .. context_lens[b]-1; query i of sequence b sits at key position
-  // context_lens[b] - seqlen_q(b) + i). Covers prefill, prefix-cached prefill, chunked prefill
+  // context_lens[b] - seqlen_q(b) + i; with p.sliding_window W > 0 it sees only the last W keys
+  // up to its own position). Covers prefill, prefix-cached prefill, chunked prefill
   // and decode. out [T, Hq * D], qkv's dtype. Keys whose block-table entry is missing (< 0,
   // >= num_blocks, or past the table's width) are masked; a query that sees no key gets zeros.
   void attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
@@ -182,7 +195,7 @@ class Backend {
   // The implementations, called only after the contract checks passed.
   virtual BatchTensors upload_batch_impl(const HostBatch& hb) = 0;
   virtual void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                              Tensor& out) = 0;
+                              Tensor& out, float scale) = 0;
   virtual void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) = 0;
   virtual void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) = 0;
   virtual void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) = 0;
@@ -190,7 +203,7 @@ class Backend {
                                      Tensor& out) {
     NV_THROW("quantized linear layers are not supported on the ", name(), " backend");
   }
-  virtual void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) = 0;
+  virtual void act_and_mul_impl(const Tensor& gate_up, GatedAct act, Tensor& out) = 0;
   virtual void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
                                  const Tensor* k_norm, float eps, const Tensor& cos_sin,
                                  const AttentionParams& p) = 0;

@@ -76,10 +76,13 @@ void attention_params(const AttentionParams& p, bool rope) {
            " is outside the supported [1, ", kMaxHeadDim, "]");
   NV_CHECK(!rope || p.head_dim % 2 == 0, "RoPE needs an even head_dim, got ", p.head_dim);
   NV_CHECK(std::isfinite(p.scale), "attention scale ", p.scale, " must be finite");
+  NV_CHECK(p.sliding_window >= 0, "attention sliding_window ", p.sliding_window,
+           " must be >= 0 (0: no window)");
 }
 
 void embedding(const Backend& be, const Tensor& ids, const Tensor& table, int64_t vocab_start,
-               const Tensor& out) {
+               const Tensor& out, float scale) {
+  NV_CHECK(std::isfinite(scale), "embedding: scale ", scale, " must be finite");
   i32(be, ids, "embedding", "ids");
   floating(be, table, "embedding", "table");
   act(be, out, "embedding", "out");
@@ -151,7 +154,8 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
   }
 }
 
-void silu_and_mul(const Backend& be, const Tensor& gate_up, const Tensor& out) {
+void act_and_mul(const Backend& be, const Tensor& gate_up, GatedAct a, const Tensor& out) {
+  NV_CHECK(a == GatedAct::Silu || a == GatedAct::GeluTanh, "act_and_mul: unknown activation ", int(a));
   act(be, gate_up, "silu_and_mul", "gate_up");
   on_device(be, out, "silu_and_mul", "out");
   NV_CHECK(gate_up.ndim() >= 1 && last_dim(gate_up) % 2 == 0, "silu_and_mul: gate_up ",
@@ -295,9 +299,9 @@ BatchTensors Backend::upload_batch(const HostBatch& hb) {
   return upload_batch_impl(hb);
 }
 void Backend::embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                        Tensor& out) {
-  contract::embedding(*this, ids, table, vocab_start, out);
-  embedding_impl(ids, table, vocab_start, out);
+                        Tensor& out, float scale) {
+  contract::embedding(*this, ids, table, vocab_start, out, scale);
+  embedding_impl(ids, table, vocab_start, out, scale);
 }
 void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
   contract::rms_norm(*this, x, w, eps, out);
@@ -338,9 +342,9 @@ MoeExperts Backend::prepare_moe_experts(int64_t num_experts, int64_t hidden, int
   }
   return ex;
 }
-void Backend::silu_and_mul(const Tensor& gate_up, Tensor& out) {
-  contract::silu_and_mul(*this, gate_up, out);
-  silu_and_mul_impl(gate_up, out);
+void Backend::act_and_mul(const Tensor& gate_up, GatedAct act, Tensor& out) {
+  contract::act_and_mul(*this, gate_up, act, out);
+  act_and_mul_impl(gate_up, act, out);
 }
 void Backend::qk_norm_rope(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
                            const Tensor* k_norm, float eps, const Tensor& cos_sin,

@@ -27,7 +27,7 @@ void linear(const Backend& be, const Tensor& x, const Tensor& w, const Tensor* b
             const Tensor& out);
 void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight& w,
                       const Tensor* bias, const Tensor& out);
-void silu_and_mul(const Backend& be, const Tensor& gate_up, const Tensor& out);
+void act_and_mul(const Backend& be, const Tensor& gate_up, GatedAct act, const Tensor& out);
 void qk_norm_rope(const Backend& be, const Tensor& qkv, const Tensor& positions,
                   const Tensor* q_norm, const Tensor* k_norm, float eps, const Tensor& cos_sin,
                   const AttentionParams& p);

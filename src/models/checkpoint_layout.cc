@@ -28,6 +28,10 @@ std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& c) {
     auto b = [&](const std::string& name, Shape s) { v.push_back({layer_tensor(c, l, name, "bias"), std::move(s)}); };
     w(n.input_norm, {H});
     w(n.post_attention_norm, {H});
+    if (c.sandwich_norm) {
+      w(n.pre_feedforward_norm, {H});
+      w(n.post_feedforward_norm, {H});
+    }
     w(n.q_proj, {q, H});
     w(n.k_proj, {kv, H});
     w(n.v_proj, {kv, H});

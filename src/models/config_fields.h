@@ -11,6 +11,14 @@
 
 namespace nanovllm {
 
+struct ModelConfig;
+
+// One rope parameter object (rope_scaling, rope_parameters, or one layer type's entry of
+// rope_parameters) into c.rope_scaling, and c.rope_theta when theta_inside and it has one.
+// `key` names the object in errors.
+void parse_rope_parameters(const nlohmann::json& r, const std::string& where, const std::string& key,
+                           bool theta_inside, ModelConfig& c);
+
 // Typed access to one JSON object with errors that name the field and the file.
 struct ConfigFields {
   const nlohmann::json& j;

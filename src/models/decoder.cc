@@ -42,6 +42,16 @@ Tensor DecoderModel::upload(const Tensor& host) {
   return be_.to_device(host);
 }
 
+Tensor DecoderModel::load_norm(const WeightStore& ws, const std::string& name, int64_t n) {
+  Tensor w = load_replicated(ws, name, {n});
+  if (!cfg_.norm_weight_offset) return upload(w);
+  // transformers computes (1 + w) in F32 and multiplies in F32; keep it F32 (no rounding).
+  std::vector<float> v = to_f32_vector(w);
+  Tensor f = Tensor::empty({n}, DType::F32);
+  for (int64_t i = 0; i < n; ++i) f.data<float>()[i] = 1.f + v[size_t(i)];
+  return upload(f);
+}
+
 LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& q) {
   LinearWeight w = be_.prepare_linear(host, q);
   weight_bytes_ += w.nbytes();
@@ -80,8 +90,25 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     lm_head_ = upload_linear(load_vocab_parallel(ws, n.lm_head, {V, H}, shard.vocab_begin, shard.vocab_rows),
                              opt.lm_head_quant);
   }
-  final_norm_ = upload(load_replicated(ws, n.final_norm, {H}));
+  final_norm_ = load_norm(ws, n.final_norm, H);
   cos_sin_ = be.to_device(make_cos_sin_table(c, max_positions));
+  if (c.rope_local_theta > 0) {  // Gemma 3's local layers: plain RoPE with their own base
+    ModelConfig local = c;
+    local.rope_theta = c.rope_local_theta;
+    local.rope_scaling = RopeScaling{};
+    cos_sin_local_ = be.to_device(make_cos_sin_table(local, max_positions));
+  }
+  if (c.scale_embeddings) {
+    // transformers: embed_tokens(ids) * sqrt(H).to(weight dtype): the scale rounds to bf16/f16.
+    const float s = float(std::sqrt(double(H)));
+    uint16_t bits = 0;
+    float r = s;
+    if (emb.dtype() == DType::BF16 || emb.dtype() == DType::F16) {
+      convert_f32_to(&s, &bits, emb.dtype(), 1);
+      convert_to_f32(&bits, emb.dtype(), &r, 1);
+    }
+    embed_scale_ = r;
+  }
 
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     auto w = [&](const std::string& name) { return layer_tensor(c, l, name); };
@@ -99,11 +126,16 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     // all-reduce sums the ranks' partial outputs, so the bias is added once).
     if (c.o_proj_bias) L.o_b = upload(load_replicated(ws, b(n.o_proj), {H}));
     if (c.qk_norm) {
-      L.q_norm = upload(load_replicated(ws, w(n.q_norm), {D}));
-      L.k_norm = upload(load_replicated(ws, w(n.k_norm), {D}));
+      L.q_norm = load_norm(ws, w(n.q_norm), D);
+      L.k_norm = load_norm(ws, w(n.k_norm), D);
     }
-    L.in_norm = upload(load_replicated(ws, w(n.input_norm), {H}));
-    L.post_norm = upload(load_replicated(ws, w(n.post_attention_norm), {H}));
+    L.in_norm = load_norm(ws, w(n.input_norm), H);
+    L.post_norm = load_norm(ws, w(n.post_attention_norm), H);
+    if (c.sandwich_norm) {
+      L.pre_ff_norm = load_norm(ws, w(n.pre_feedforward_norm), H);
+      L.post_ff_norm = load_norm(ws, w(n.post_feedforward_norm), H);
+    }
+    L.sliding_window = c.sliding_window(l);
     if (c.is_moe_layer(l)) {
       const int64_t E = c.num_experts, Im = c.moe_intermediate_size;
       const RowRange mi_rows{shard.rank * shard.moe_intermediate, shard.moe_intermediate};
@@ -159,10 +191,15 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
   const bool tp = comm_ && comm_->world_size() > 1;
   const DType act = be_.act_dtype();
   const float eps = float(cfg_.rms_norm_eps);
-  AttentionParams ap{hq, hkv, int(D), float(1.0 / std::sqrt(double(D)))};
+  const float scale = cfg_.attention_scale > 0 ? float(cfg_.attention_scale)
+                                                : float(1.0 / std::sqrt(double(D)));
+  AttentionParams ap{hq, hkv, int(D), scale};
+  const GatedAct mlp_act = cfg_.hidden_act == "gelu_pytorch_tanh" ? GatedAct::GeluTanh : GatedAct::Silu;
+  const bool sandwich = cfg_.sandwich_norm;
 
   Tensor x = be_.empty({T, H}, act);
   Tensor residual = be_.empty({T, H}, act);
+  Tensor y = sandwich ? be_.empty({T, H}, act) : Tensor();  // Gemma: the normed block outputs
   Tensor qkv = be_.empty({T, int64_t(hq + 2 * hkv) * D}, act);
   Tensor attn = be_.empty({T, int64_t(hq) * D}, act);
   Tensor gate_up = be_.empty({T, 2 * I}, act);
@@ -175,36 +212,50 @@ Tensor DecoderModel::forward_hidden(const BatchTensors& batch, KVCache& cache) {
     topk_w = be_.empty({T, k}, DType::F32);
     moe_out = be_.empty({T, H}, act);
   }
+  // The MLP block of layer L on `in` [T, H] into `out` [T, H] (summed over TP ranks).
+  auto mlp_block = [&](Layer& L, const Tensor& in, Tensor& out) {
+    if (L.moe) {
+      be_.linear(in, L.router, nullptr, router_logits);
+      be_.moe_route(router_logits, cfg_.num_experts_per_tok, cfg_.norm_topk_prob, topk_ids, topk_w);
+      be_.moe_experts(in, L.experts, topk_ids, topk_w, moe_out);
+      std::swap(out, moe_out);  // out is the block's output, as after down_proj
+    } else {
+      be_.linear(in, L.gate_up_w, nullptr, gate_up);
+      be_.act_and_mul(gate_up, mlp_act, mlp);
+      be_.linear(mlp, L.down_w, nullptr, out);
+    }
+    if (tp) comm_->all_reduce_sum(out);  // row-parallel down_proj (MoE: every expert's)
+  };
 
   // Vocab-parallel: each rank embeds the ids in its rows (zeros elsewhere); the sum is the lookup.
-  be_.embedding(batch.input_ids, embed_, shard_.vocab_begin, residual);
+  be_.embedding(batch.input_ids, embed_, shard_.vocab_begin, residual, embed_scale_);
   if (tp) comm_->all_reduce_sum(residual);
   for (size_t l = 0; l < layers_.size(); ++l) {
     Layer& L = layers_[l];
     if (l == 0) {
       be_.rms_norm(residual, L.in_norm, eps, x);  // residual holds the embeddings
     } else {
-      be_.add_rms_norm(x, residual, L.in_norm, eps);  // x = mlp out of the previous layer
+      be_.add_rms_norm(x, residual, L.in_norm, eps);  // x = the previous layer's block output
     }
+    ap.sliding_window = L.sliding_window;
+    const Tensor& cos_sin = L.sliding_window > 0 && cos_sin_local_ ? cos_sin_local_ : cos_sin_;
     be_.linear(x, L.qkv_w, L.qkv_b ? &L.qkv_b : nullptr, qkv);
     be_.qk_norm_rope(qkv, batch.positions, L.q_norm ? &L.q_norm : nullptr,
-                     L.k_norm ? &L.k_norm : nullptr, eps, cos_sin_, ap);
+                     L.k_norm ? &L.k_norm : nullptr, eps, cos_sin, ap);
     be_.store_kv(qkv, batch.slot_mapping, cache.k[l], cache.v[l], ap);
     be_.attention(qkv, cache.k[l], cache.v[l], batch, ap, attn);
     be_.linear(attn, L.o_w, L.o_b && shard_.rank == 0 ? &L.o_b : nullptr, x);
     if (tp) comm_->all_reduce_sum(x);  // row-parallel o_proj: sum of the ranks' head groups
-    be_.add_rms_norm(x, residual, L.post_norm, eps);
-    if (L.moe) {
-      be_.linear(x, L.router, nullptr, router_logits);
-      be_.moe_route(router_logits, cfg_.num_experts_per_tok, cfg_.norm_topk_prob, topk_ids, topk_w);
-      be_.moe_experts(x, L.experts, topk_ids, topk_w, moe_out);
-      std::swap(x, moe_out);  // x is the block's output, as after down_proj
+    if (sandwich) {
+      be_.rms_norm(x, L.post_norm, eps, y);               // y = post_attention_norm(attn out)
+      be_.add_rms_norm(y, residual, L.pre_ff_norm, eps);  // residual += y; y = pre_ff_norm(.)
+      mlp_block(L, y, x);
+      be_.rms_norm(x, L.post_ff_norm, eps, y);            // the MLP output, normed
+      std::swap(x, y);
     } else {
-      be_.linear(x, L.gate_up_w, nullptr, gate_up);
-      be_.silu_and_mul(gate_up, mlp);
-      be_.linear(mlp, L.down_w, nullptr, x);
+      be_.add_rms_norm(x, residual, L.post_norm, eps);
+      mlp_block(L, x, x);
     }
-    if (tp) comm_->all_reduce_sum(x);  // row-parallel down_proj (MoE: every expert's)
   }
   be_.add_rms_norm(x, residual, final_norm_, eps);
   Tensor hidden = be_.empty({batch.logits_indices.numel(), H}, act);

@@ -6,6 +6,9 @@
 //   -> o_proj [T,H] -> add_rms_norm -> gate_up [T,2I] -> silu*mul [T,I] -> down [T,H]
 //   (MoE layers instead: router logits x W_r^T [T,E] -> top-k experts per token [T,k] ->
 //   moe_experts [T,H]: each token's k experts' MLPs weighted by their router probabilities)
+// Gemma 3 (ModelConfig::sandwich_norm): the attention output is RMS-normed before its residual
+//   add, the MLP's input normed by pre_feedforward and its output by post_feedforward; norms
+//   multiply by (1 + w); the MLP is GELU(tanh); sliding-window layers use a local RoPE table.
 // Final: add_rms_norm, gather logits_indices rows -> hidden [S,H] (forward_hidden), then the
 // LM head -> logits [S,V] F32 (compute_logits). The split lets a CUDA graph capture the
 // hidden-state forward only: its persistent output is [bs, H], never [bs, V].
@@ -75,11 +78,15 @@ class DecoderModel {
   struct Layer {
     LinearWeight qkv_w, o_w, gate_up_w, down_w;  // gate_up / down: dense MLP layers
     Tensor qkv_b, o_b, q_norm, k_norm, in_norm, post_norm;
+    Tensor pre_ff_norm, post_ff_norm;  // sandwich_norm only
+    int sliding_window = 0;            // 0: full causal attention
     bool moe = false;
     Tensor router;       // MoE: [E, H], never quantized (the routing stays exact)
     MoeExperts experts;  // MoE: the rank's slice of every expert
   };
   Tensor upload(const Tensor& host);
+  // A norm weight [n]: as stored, or 1 + w in F32 where norms multiply by (1 + w) (Gemma).
+  Tensor load_norm(const WeightStore& ws, const std::string& name, int64_t n);
   static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);
   LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
 
@@ -89,6 +96,8 @@ class DecoderModel {
   Communicator* comm_ = nullptr;  // null or world 1: no collectives
   std::vector<Layer> layers_;
   Tensor embed_, final_norm_, cos_sin_;
+  Tensor cos_sin_local_;      // sliding-window layers' RoPE table when rope_local_theta > 0
+  float embed_scale_ = 1.f;   // sqrt(H) rounded to the embedding's dtype (Gemma), else 1
   LinearWeight lm_head_;
   size_t weight_bytes_ = 0;
 };

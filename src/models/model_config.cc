@@ -58,8 +58,20 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
   const json& r = j[key];
   if (!r.is_object())
     NV_THROW("field '", key, "' in ", where, " must be an object or null, got ", r.dump());
-  ConfigFields f{r, where, std::string(key) + "."};
-  if (!top.has("rope_theta") && f.has("rope_theta")) c.rope_theta = f.req_pos_number("rope_theta");
+  // transformers 5 keys rope_parameters by layer type where layers differ (Gemma 3): the
+  // architecture's configure() reads those.
+  if (r.contains("full_attention") || r.contains("sliding_attention")) return;
+  parse_rope_parameters(r, where, key, !top.has("rope_theta"), c);
+}
+
+}  // namespace
+
+void parse_rope_parameters(const nlohmann::json& r, const std::string& where, const std::string& key,
+                           bool theta_inside, ModelConfig& c) {
+  if (!r.is_object())
+    NV_THROW("field '", key, "' in ", where, " must be an object or null, got ", r.dump());
+  ConfigFields f{r, where, key + "."};
+  if (theta_inside && f.has("rope_theta")) c.rope_theta = f.req_pos_number("rope_theta");
   const char* tkey = f.has("rope_type") ? "rope_type" : "type";
   std::string type = f.opt_string(tkey, "default");
   RopeScaling& s = c.rope_scaling;
@@ -114,8 +126,6 @@ void parse_rope(const json& j, const std::string& where, ModelConfig& c) {
            " (supported: default, linear, llama3, yarn)");
 }
 
-}  // namespace
-
 ModelConfig ModelConfig::from_json_text(const std::string& text, const std::string& where) {
   const json j = parse_json(text, where);
   if (!j.is_object()) NV_THROW("", where, " is not a JSON object");
@@ -152,11 +162,15 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.torch_dtype = parse_torch_dtype(f);
 
   c.hidden_act = f.opt_string("hidden_act", "silu");
+  c.arch->configure(f, c);  // the architecture's own fields and block options (may set hidden_act)
   if (c.hidden_act == "swish") c.hidden_act = "silu";  // same function in transformers
-  if (c.hidden_act != "silu")
-    NV_THROW("unsupported 'hidden_act' value '", c.hidden_act, "' in ", where, " (only silu)");
-
-  c.arch->configure(f, c);  // the architecture's own fields and block options
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
+    NV_THROW("unsupported 'hidden_act' value '", c.hidden_act, "' in ", where,
+             " (supported: silu, gelu_pytorch_tanh)");
+  if (!c.layer_sliding_window.empty() &&
+      c.layer_sliding_window.size() != size_t(c.num_hidden_layers))
+    NV_THROW("internal: ", c.layer_sliding_window.size(), " sliding windows for ", c.num_hidden_layers,
+             " layers in ", where);
 
   c.eos_token_ids = f.id_list("eos_token_id");
   std::vector<int> bos = f.id_list("bos_token_id");

@@ -52,8 +52,26 @@ struct ModelConfig {
   bool norm_topk_prob = false;
   std::vector<bool> moe_layers;   // [num_hidden_layers] or empty (no MoE layer)
   bool is_moe_layer(int l) const { return l >= 0 && size_t(l) < moe_layers.size() && moe_layers[size_t(l)]; }
+  // Sliding-window attention (Mistral; Gemma 3's local layers): layer l's query at position p
+  // sees keys p - window + 1 .. p. Empty or 0: full causal attention.
+  std::vector<int> layer_sliding_window;  // [num_hidden_layers] or empty
+  int sliding_window(int l) const {
+    return l >= 0 && size_t(l) < layer_sliding_window.size() ? layer_sliding_window[size_t(l)] : 0;
+  }
+  // > 0: the sliding-window layers use plain RoPE with this base instead of rope_theta and
+  // rope_scaling (Gemma 3's rope_local_base_freq; its global layers keep the scaled table).
+  double rope_local_theta = 0;
+  // Gemma: every RMSNorm multiplies by (1 + w) (the stored weights are offsets from 1).
+  bool norm_weight_offset = false;
+  // Gemma 3 "sandwich" norms: the attention and MLP outputs are RMS-normed (post_attention /
+  // post_feedforward) before their residual add, and the MLP input by pre_feedforward.
+  bool sandwich_norm = false;
+  // Gemma: embeddings are multiplied by sqrt(hidden_size), rounded to the embedding's dtype.
+  bool scale_embeddings = false;
+  // Softmax scale of attention; 0: 1 / sqrt(head_dim). Gemma 3: query_pre_attn_scalar^-0.5.
+  double attention_scale = 0;
   DType torch_dtype = DType::BF16;  // from_json_text: float32 when the config names none
-  std::string hidden_act = "silu";
+  std::string hidden_act = "silu";  // silu | gelu_pytorch_tanh
   // from config.json; from_dir() appends generation_config.json's eos ids not already listed
   std::vector<int> eos_token_ids;
   int bos_token_id = -1;

@@ -5,7 +5,8 @@
 // Each case builds a HostBatch over a shuffled set of physical blocks (plus spare blocks of
 // unrelated data), stores the step's K/V with store_kv, runs attention and compares with an
 // f64 reference computed from the HostBatch itself: query i of sequence b sees keys
-// 0 .. context_lens[b] - seqlen_q(b) + i through its block table, reading the cache as store_kv
+// 0 .. context_lens[b] - seqlen_q(b) + i (with a sliding window W: only the last W of those)
+// through its block table, reading the cache as store_kv
 // left it; keys whose block is missing are skipped, rows with no key are zeros, rows of no
 // sequence must stay untouched (NaN poison).
 #include <algorithm>
@@ -36,6 +37,7 @@ struct AttnSpec {
   std::function<void(HostBatch&, int num_blocks)> edit;
   // KV cache type other than the activations' (--kv-cache-dtype; backends without it skip).
   std::optional<DType> kv_dtype;
+  int window = 0;  // AttentionParams::sliding_window
 };
 
 HostBatch build(const AttnSpec& s, std::mt19937& rng, int& num_blocks) {
@@ -96,7 +98,8 @@ std::vector<double> reference(const HostBatch& hb, const std::vector<float>& qkv
       const int t = q0 + i, qpos = hb.context_lens[size_t(b)] - sq + i;
       if (t < 0 || t >= T) continue;
       slots.clear();  // the keys query i sees
-      for (int j = 0; j <= qpos; ++j) {
+      const int first = p.sliding_window > 0 ? std::max(0, qpos - p.sliding_window + 1) : 0;
+      for (int j = first; j <= qpos; ++j) {
         const int bi = j / bs;
         const int64_t blk = bi < hb.block_table_stride ? table[bi] : -1;
         if (blk >= 0 && blk < num_blocks) slots.push_back(blk * bs + j % bs);
@@ -128,7 +131,8 @@ std::vector<double> reference(const HostBatch& hb, const std::vector<float>& qkv
 
 void attention_case(Harness& hx, const AttnSpec& s) {
   const int Hq = s.Hq, Hkv = s.Hkv, D = s.D, W = (Hq + 2 * Hkv) * D;
-  const AttentionParams ap{Hq, Hkv, D, float(1.0 / std::sqrt(double(D)))};
+  AttentionParams ap{Hq, Hkv, D, float(1.0 / std::sqrt(double(D)))};
+  ap.sliding_window = s.window;
   int num_blocks = 0;
   HostBatch hb = build(s, hx.rng(), num_blocks);
   if (s.max_seqlen_q >= 0) hb.max_seqlen_q = s.max_seqlen_q;
@@ -186,7 +190,8 @@ void attention_case(Harness& hx, const AttnSpec& s) {
 std::string tag(const AttnSpec& s) {
   return "_hq" + std::to_string(s.Hq) + "_hkv" + std::to_string(s.Hkv) + "_d" +
          std::to_string(s.D) + "_bs" + std::to_string(s.bs) +
-         (s.kv_dtype ? "_kv" + dt_tag(*s.kv_dtype) : "");
+         (s.kv_dtype ? "_kv" + dt_tag(*s.kv_dtype) : "") +
+         (s.window ? "_w" + std::to_string(s.window) : "");
 }
 
 void add(std::vector<Case>& out, const std::string& name, AttnSpec s) {
@@ -285,6 +290,41 @@ void add_attention_cases(std::vector<Case>& out) {
   add(out, "decode_key_chunk_edges", {decode_seqs({512, 513, 1024, 1025}), 8, 1, 128, 16, true});
   // Prefill kernel on decode-shaped sequences (a non-decode batch of one-token sequences).
   add(out, "prefill_kernel_on_decode_shapes", {decode_seqs({1, 77, 4000}), 8, 2, 128, 16});
+
+  // Sliding windows (Mistral, Gemma 3 local layers): prefill rows before and past the window,
+  // a window of 1 (only the query's own key), a window larger than every context (no effect),
+  // chunked / prefix-cached prefill whose first visible key is inside the cached part, decode
+  // across block boundaries and long contexts (CUDA: split-K partitions wholly outside the
+  // window), GQA, a BF16 cache, and a window ending exactly on a block boundary.
+  for (int W : {1, 16, 17, 4096}) {
+    AttnSpec s{{{0, 40}, {33, 1}, {16, 17}, {100, 30}}, 8, 2, 64, 16};
+    s.window = W;
+    add(out, "window_mixed", s);
+  }
+  for (int W : {7, 16, 256}) {
+    AttnSpec s{decode_seqs({1, 15, 16, 17, 300, 5000}), 16, 4, 128, 16, true};
+    s.window = W;
+    add(out, "window_decode", s);
+  }
+  {
+    AttnSpec s{{{0, 300}, {500, 40}}, 8, 8, 128, 256};
+    s.window = 64;
+    add(out, "window_prefill_bs256", s);
+    AttnSpec c{{{37, 20}, {300, 5}, {15, 17}}, 16, 8, 128, 256};
+    c.window = 32;
+    add(out, "window_chunked_prefill", c);
+    AttnSpec k{decode_seqs({1500, 600, 2}), 16, 8, 128, 16, true};
+    k.window = 512;
+    k.kv_dtype = DType::BF16;
+    add(out, "window_decode", k);
+    AttnSpec m{{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16};
+    m.window = 32;
+    m.kv_dtype = DType::BF16;
+    add(out, "window_mixed", m);
+    AttnSpec t{{{0, 1024}}, 2, 1, 64, 256};
+    t.window = 512;
+    add(out, "window_long_prefill", t);
+  }
 
   // --- past the contract: the same defensive result on every backend -----------------------
   // Missing blocks: an entry -1 inside the context, one >= num_blocks, a context running past

@@ -1,4 +1,5 @@
-// Conformance cases of the row-wise ops: embedding, rms_norm, add_rms_norm, silu_and_mul,
+// Conformance cases of the row-wise ops: embedding (and its scale), rms_norm, add_rms_norm,
+// silu_and_mul / act_and_mul (GELU tanh),
 // qk_norm_rope, store_kv, gather_rows, add_inplace, and every op on an empty batch.
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,7 @@ namespace {
 
 // ids inside and outside the shard [vocab_start, vocab_start + 50), and a negative one:
 // rows outside the shard are zeros (tensor-parallel sharding and the defensive rule alike).
-void embedding_case(Harness& hx, DType tdt, int64_t H, int64_t vocab_start) {
+void embedding_case(Harness& hx, DType tdt, int64_t H, int64_t vocab_start, float scale = 1.f) {
   const int64_t V = 50;
   auto table = hx.random({V, H}, tdt);
   const std::vector<int32_t> ids = {int32_t(vocab_start),     int32_t(vocab_start + V - 1),
@@ -19,15 +20,16 @@ void embedding_case(Harness& hx, DType tdt, int64_t H, int64_t vocab_start) {
                                     -5,                       int32_t(vocab_start + 10)};
   const int64_t T = int64_t(ids.size());
   Tensor out = hx.poisoned({T, H}, hx.act());
-  hx.be.embedding(hx.i32(ids, {T}), table.t, vocab_start, out);
+  hx.be.embedding(hx.i32(ids, {T}), table.t, vocab_start, out, scale);
   std::vector<double> want(size_t(T * H), 0.0);
   for (int64_t t = 0; t < T; ++t) {
     const int64_t r = ids[size_t(t)] - vocab_start;
     if (r >= 0 && r < V)
       for (int64_t i = 0; i < H; ++i)
-        want[size_t(t * H + i)] = round_to(hx.act(), table.host[size_t(r * H + i)]);
+        want[size_t(t * H + i)] = round_to(hx.act(), double(table.host[size_t(r * H + i)]) * scale);
   }
-  EXPECT_EQ(rel_err(hx.download(out), want), 0.0);
+  // Unscaled: exact copies. Scaled (Gemma): one f32 multiply, then the activation's rounding.
+  EXPECT_LE(rel_err(hx.download(out), want), scale == 1.f ? 0.0 : tolerance(hx.act(), Tol::kElementwise));
 }
 
 void rms_ref(const float* x, const std::vector<float>& w, int64_t H, double eps, double* out) {
@@ -72,6 +74,21 @@ void silu_case(Harness& hx, int64_t T, int64_t I) {
     for (int64_t i = 0; i < I; ++i) {
       const double g = gu.host[size_t(t * 2 * I + i)], u = gu.host[size_t(t * 2 * I + I + i)];
       want[size_t(t * I + i)] = g / (1 + std::exp(-g)) * u;
+    }
+  EXPECT_LE(rel_err(hx.download(out), want), tolerance(hx.act(), Tol::kElementwise));
+}
+
+// gelu_pytorch_tanh(g) * u (Gemma 3's MLP).
+void gelu_tanh_case(Harness& hx, int64_t T, int64_t I) {
+  auto gu = hx.random({T, 2 * I}, hx.act(), -6.f, 6.f);
+  Tensor out = hx.poisoned({T, I}, hx.act());
+  hx.be.act_and_mul(gu.t, GatedAct::GeluTanh, out);
+  std::vector<double> want(size_t(T * I));
+  const double c = std::sqrt(2.0 / M_PI);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < I; ++i) {
+      const double g = gu.host[size_t(t * 2 * I + i)], u = gu.host[size_t(t * 2 * I + I + i)];
+      want[size_t(t * I + i)] = 0.5 * g * (1 + std::tanh(c * (g + 0.044715 * g * g * g))) * u;
     }
   EXPECT_LE(rel_err(hx.download(out), want), tolerance(hx.act(), Tol::kElementwise));
 }
@@ -242,6 +259,12 @@ void add_elementwise_cases(std::vector<Case>& out) {
   for (int64_t I : {160, 13}) add(out, "silu_and_mul_i" + std::to_string(I), [=](Harness& hx) {
     silu_case(hx, 3, I);
   });
+  for (int64_t I : {160, 13}) add(out, "gelu_tanh_and_mul_i" + std::to_string(I), [=](Harness& hx) {
+    gelu_tanh_case(hx, 3, I);
+  });
+  // Gemma's sqrt(H) embedding scale (33.9411 for H = 1152), on a bf16 and an f32 table.
+  for (DType tdt : {DType::BF16, DType::F32})
+    add(out, "embedding_scaled_" + dt_tag(tdt), [=](Harness& hx) { embedding_case(hx, tdt, 64, 10, 33.9411f); });
   for (int D : {8, 32, 64, 96, 128, 256})
     for (bool norm : {true, false})
       add(out, "qk_norm_rope_d" + std::to_string(D) + (norm ? "_qk_norm" : "_no_norm"),

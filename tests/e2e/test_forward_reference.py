@@ -21,7 +21,8 @@ from ref_model import RefModel  # noqa: E402
 
 TOL = {"f32": 1e-4, "bf16": 1e-2}
 EXPECT_ARCH = {"qwen3": "Qwen3ForCausalLM", "qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM",
-               "qwen3_moe": "Qwen3MoeForCausalLM"}
+               "qwen3_moe": "Qwen3MoeForCausalLM", "mistral": "MistralForCausalLM",
+               "gemma3_text": "Gemma3ForCausalLM"}
 PROMPT_LEN = 64
 GEN_PROMPT_LEN, GEN_TOKENS = 16, 8
 
@@ -111,19 +112,39 @@ def yarn_case(seed, tmp):
     U.remove_tree(model_dir)
 
 
+def window_matters(ref, ids):
+    """The sliding-window cases must be able to fail: the reference without its windows (and,
+    for Gemma 3, without the local RoPE base) gives logits far from those with them."""
+    plain = RefModel(dataclasses.replace(ref.c, sliding_windows=[]), ref.w)
+    diff = U.rel_err(plain.forward(ids), ref.forward(ids))
+    print(f"  sliding window vs full attention (reference): rel diff {diff:.3e}")
+    if not diff > 100 * TOL["f32"]:
+        raise AssertionError(f"the sliding window changes the reference logits by only {diff:.3e}")
+    if ref.c.rope_local_theta:
+        one_rope = RefModel(dataclasses.replace(ref.c, rope_local_theta=0.0), ref.w)
+        diff = U.rel_err(one_rope.forward(ids), ref.forward(ids))
+        print(f"  local RoPE base vs the global one (reference): rel diff {diff:.3e}")
+        if not diff > 100 * TOL["f32"]:
+            raise AssertionError(f"the local RoPE base changes the reference logits by only {diff:.3e}")
+
+
 def main():
     run = U.Runner()
     tmp = U.make_tmpdir("fwdref-")
     try:
         seed = 11
         # qwen3_moe tiny: layer 0 a sparse MoE block (8 experts, top 2), layer 1 dense.
-        for arch in ("qwen3", "qwen2", "llama", "qwen3_moe"):
+        # mistral tiny: a 16-key sliding window on both layers; gemma3_text tiny: layer 0 local (window
+        # 16, RoPE base 1e4), layer 1 global (1e6), sandwich norms, GELU, query_pre_attn_scalar 24.
+        for arch in ("qwen3", "qwen2", "llama", "qwen3_moe", "mistral", "gemma3_text"):
             for dtype in ("f32", "bf16"):
                 made = run.case(f"{arch}/{dtype} logits vs reference", run_case, arch, dtype, seed, tmp)
                 seed += 1
                 if made is None:
                     continue
                 model_dir, ref, ids = made
+                if ref.c.sliding_windows and dtype == "f32":
+                    run.case(f"{arch}/{dtype} the window case can fail", window_matters, ref, ids)
                 run.case(f"{arch}/{dtype} greedy generate vs reference", check_greedy, model_dir, ref,
                          ids[:GEN_PROMPT_LEN], TOL[dtype])
                 U.remove_tree(model_dir)

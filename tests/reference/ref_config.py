@@ -11,6 +11,8 @@ ARCHS = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "MistralForCausalLM": "mistral",
+    "Gemma3ForCausalLM": "gemma3",
 }
 
 
@@ -41,6 +43,14 @@ class RefConfig:
     moe_intermediate_size: int = 0
     norm_topk_prob: bool = False
     moe_layers: list = field(default_factory=list)  # per layer: sparse MoE block?
+    # Sliding windows per layer (0 = full causal attention): Mistral, Gemma 3's local layers
+    sliding_windows: list = field(default_factory=list)
+    # Gemma 3
+    act: str = "silu"             # silu | gelu_pytorch_tanh
+    gemma: bool = False           # (1 + w) norms, sandwich norms, sqrt(H) embedding scale
+    attn_scale: float = 0.0       # 0: 1/sqrt(head_dim); Gemma 3: query_pre_attn_scalar^-0.5
+    rope_local_theta: float = 0.0  # > 0: sliding layers use plain RoPE with this base
+    torch_dtype: str = "float32"
 
 
 def parse_config(cfg):
@@ -51,12 +61,14 @@ def parse_config(cfg):
             arch = ARCHS[a]
     if arch is None:
         mt = cfg.get("model_type")
-        if mt in ("llama", "qwen2", "qwen3", "qwen3_moe"):
+        if mt in ("llama", "qwen2", "qwen3", "qwen3_moe", "mistral"):
             arch = mt
+        elif mt == "gemma3_text":
+            arch = "gemma3"
         else:
             raise ValueError(f"unsupported architecture {archs} / model_type {mt}")
-    act = cfg.get("hidden_act", "silu")
-    if act != "silu":
+    act = cfg.get("hidden_activation", "gelu_pytorch_tanh") if arch == "gemma3" else cfg.get("hidden_act", "silu")
+    if act not in ("silu", "gelu_pytorch_tanh"):
         raise ValueError(f"unsupported hidden_act {act}")
     if cfg.get("use_sliding_window"):
         raise ValueError("use_sliding_window=true is not supported by the reference")
@@ -64,7 +76,7 @@ def parse_config(cfg):
     heads = int(cfg["num_attention_heads"])
     kv_heads = int(cfg.get("num_key_value_heads") or heads)
     head_dim = cfg.get("head_dim")
-    head_dim = int(head_dim) if head_dim else hidden // heads
+    head_dim = int(head_dim) if head_dim else (256 if arch == "gemma3" else hidden // heads)
     attention_bias = bool(cfg.get("attention_bias", False))
     # Transformers' per-arch bias layout: Qwen2 always has q/k/v bias and never o_proj bias;
     # Llama and Qwen3 put attention_bias on all four projections.
@@ -73,6 +85,16 @@ def parse_config(cfg):
     else:
         qkv_bias, o_bias = attention_bias, attention_bias
     rs = cfg.get("rope_scaling") or {}
+    rope_theta = float(cfg.get("rope_theta", 10000.0))
+    rope_local = 0.0
+    if arch == "gemma3":
+        rope_local = float(cfg.get("rope_local_base_freq", 10000.0))
+        rp = cfg.get("rope_parameters") or {}
+        if "full_attention" in rp or "sliding_attention" in rp:  # transformers 5 form
+            full = dict(rp.get("full_attention") or {})
+            rope_theta = float(full.pop("rope_theta", rope_theta))
+            rs = full if full.get("rope_type", "default") != "default" else {}
+            rope_local = float((rp.get("sliding_attention") or {}).get("rope_theta", rope_local))
     rope_type = rs.get("rope_type", rs.get("type", "default")) if rs else "default"
     if rope_type not in ("default", "linear", "llama3", "yarn"):
         raise ValueError(f"unsupported rope_scaling type {rope_type}")
@@ -86,18 +108,42 @@ def parse_config(cfg):
         head_dim=head_dim,
         vocab_size=int(cfg["vocab_size"]),
         rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(cfg.get("rope_theta", 10000.0)),
+        rope_theta=rope_theta,
         rope_scaling=dict(rs, rope_type=rope_type) if rope_type != "default" else {},
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", arch == "gemma3")),
         qkv_bias=qkv_bias,
         o_bias=o_bias,
         mlp_bias=bool(cfg.get("mlp_bias", False)) if arch == "llama" else False,
-        qk_norm=(arch in ("qwen3", "qwen3_moe")),
+        qk_norm=(arch in ("qwen3", "qwen3_moe", "gemma3")),
         max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
         bos_token_id=cfg.get("bos_token_id"),
         eos_token_id=cfg.get("eos_token_id"),
+        sliding_windows=_sliding_windows(cfg, arch),
+        act=act,
+        gemma=(arch == "gemma3"),
+        attn_scale=float(cfg.get("query_pre_attn_scalar", 256)) ** -0.5 if arch == "gemma3" else 0.0,
+        rope_local_theta=rope_local,
+        torch_dtype=str(cfg.get("torch_dtype", cfg.get("dtype", "float32"))),
         **_moe_fields(cfg, arch),
     )
+
+
+def _sliding_windows(cfg, arch):
+    """Mistral: sliding_window on every layer (MistralConfig's default 4096 when the key is
+    absent, none when null). Gemma 3: on the layers whose layer_types entry is
+    sliding_attention (or all but every sliding_window_pattern-th layer)."""
+    n = int(cfg["num_hidden_layers"])
+    if arch == "mistral":
+        w = cfg["sliding_window"] if "sliding_window" in cfg else 4096
+        return [int(w)] * n if w else []
+    if arch == "gemma3":
+        w = int(cfg.get("sliding_window") or 4096)
+        types = cfg.get("layer_types")
+        if types is None:
+            pattern = int(cfg.get("sliding_window_pattern", 6))
+            types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(n)]
+        return [w if t == "sliding_attention" else 0 for t in types]
+    return []
 
 
 def _moe_fields(cfg, arch):

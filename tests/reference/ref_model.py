@@ -1,5 +1,13 @@
 """Independent float64 numpy forward pass of HF LlamaForCausalLM / Qwen2ForCausalLM /
-Qwen3ForCausalLM (decoder-only, pre-norm, SwiGLU MLP, rotate-half RoPE, GQA, causal softmax).
+Qwen3ForCausalLM / Qwen3MoeForCausalLM / MistralForCausalLM / Gemma3ForCausalLM (decoder-only,
+pre-norm, gated MLP, rotate-half RoPE, GQA, causal softmax, optional sliding window).
+
+Gemma 3 (modeling_gemma3): RMSNorm scales by (1 + w); the attention output goes through
+post_attention_layernorm before the residual add, the MLP input through pre_feedforward_layernorm
+and its output through post_feedforward_layernorm; GELU(tanh) MLP; embeddings times sqrt(E)
+(rounded to the checkpoint dtype, as transformers casts the scale to the weight dtype);
+softmax scale query_pre_attn_scalar^-0.5; sliding layers use plain RoPE with
+rope_local_base_freq, full layers rope_theta with rope_scaling.
 
 Shapes: T = tokens in this call, S = cached + new tokens, E = hidden_size, D = head_dim,
 Hq / Hkv = query / key-value heads, V = vocab_size, F = intermediate_size.
@@ -20,6 +28,22 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
+def gelu_tanh(x):
+    """gelu_pytorch_tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def round_to_dtype(v, dtype):
+    """A float rounded to bfloat16 / float16 (round to nearest even), as torch's .to() does."""
+    if dtype == "bfloat16":
+        b = np.array([v], dtype=np.float32).view(np.uint32)
+        b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+        return float(b.view(np.float32)[0])
+    if dtype == "float16":
+        return float(np.float16(v))
+    return float(v)
+
+
 def rope_cos_sin(inv_freq, positions):
     """cos/sin [T, D] for integer positions [T]; both halves repeat the D/2 frequencies."""
     ang = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq[None, :]  # [T, D/2]
@@ -34,18 +58,21 @@ def apply_rope(x, cos, sin):
     return x * cos[:, None, :] + rot * sin[:, None, :]
 
 
-def causal_attention(q, k, v, q_start):
+def causal_attention(q, k, v, q_start, scale=None, window=0):
     """q [T, Hq, D] at positions q_start..q_start+T-1; k, v [S, Hkv, D] at positions 0..S-1.
 
-    Query head h reads kv head h // (Hq / Hkv). Returns [T, Hq, D]."""
+    Query head h reads kv head h // (Hq / Hkv). With window W > 0 the query at position p sees
+    keys p - W < k <= p (transformers' sliding-window mask). Returns [T, Hq, D]."""
     t, hq, d = q.shape
     s, hkv, _ = k.shape
     assert hq % hkv == 0, (hq, hkv)
     group = hq // hkv
-    scale = 1.0 / np.sqrt(d)
+    scale = 1.0 / np.sqrt(d) if not scale else scale
     qpos = q_start + np.arange(t)[:, None]
     kpos = np.arange(s)[None, :]
     masked = kpos > qpos  # [T, S]
+    if window:
+        masked = masked | (kpos <= qpos - window)
     out = np.empty_like(q)
     for h in range(hq):
         kh = k[:, h // group, :]
@@ -85,6 +112,11 @@ class RefModel:
         self.w = weights
         self._check_weights()
         self.inv_freq = rope_inv_freq(config)
+        # Gemma 3's sliding layers: plain RoPE with rope_local_base_freq
+        self.inv_freq_local = None
+        if config.rope_local_theta:
+            d = config.head_dim
+            self.inv_freq_local = 1.0 / (config.rope_local_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
         self.rope_scale = rope_attention_factor(config)  # YaRN scales cos and sin; else 1
 
     @classmethod
@@ -99,12 +131,16 @@ class RefModel:
             raise ValueError(f"tensor {name}: shape {list(t.shape)}, expected {list(shape)}")
         return t
 
+    def _norm_w(self, name, shape):
+        w = self._get(name, shape)
+        return 1.0 + w if self.c.gemma else w
+
     def _check_weights(self):
         c = self.c
         e, d, hq, hkv, f = (c.hidden_size, c.head_dim, c.num_attention_heads,
                             c.num_key_value_heads, c.intermediate_size)
         self.embed = self._get("model.embed_tokens.weight", (c.vocab_size, e))
-        self.final_norm = self._get("model.norm.weight", (e,))
+        self.final_norm = self._norm_w("model.norm.weight", (e,))
         if c.tie_word_embeddings:
             self.lm_head = self.embed
         else:
@@ -113,8 +149,8 @@ class RefModel:
         for i in range(c.num_hidden_layers):
             p = f"model.layers.{i}."
             L = {
-                "in_norm": self._get(p + "input_layernorm.weight", (e,)),
-                "post_norm": self._get(p + "post_attention_layernorm.weight", (e,)),
+                "in_norm": self._norm_w(p + "input_layernorm.weight", (e,)),
+                "post_norm": self._norm_w(p + "post_attention_layernorm.weight", (e,)),
                 "q": self._get(p + "self_attn.q_proj.weight", (hq * d, e)),
                 "k": self._get(p + "self_attn.k_proj.weight", (hkv * d, e)),
                 "v": self._get(p + "self_attn.v_proj.weight", (hkv * d, e)),
@@ -141,8 +177,11 @@ class RefModel:
                 for n, size in (("gate", f), ("up", f), ("down", e)):
                     L[n + "_b"] = self._get(p + f"mlp.{n}_proj.bias", (size,))
             if c.qk_norm:
-                L["q_norm"] = self._get(p + "self_attn.q_norm.weight", (d,))
-                L["k_norm"] = self._get(p + "self_attn.k_norm.weight", (d,))
+                L["q_norm"] = self._norm_w(p + "self_attn.q_norm.weight", (d,))
+                L["k_norm"] = self._norm_w(p + "self_attn.k_norm.weight", (d,))
+            if c.gemma:
+                L["pre_ff_norm"] = self._norm_w(p + "pre_feedforward_layernorm.weight", (e,))
+                L["post_ff_norm"] = self._norm_w(p + "post_feedforward_layernorm.weight", (e,))
             self.layers.append(L)
 
     @staticmethod
@@ -170,6 +209,10 @@ class RefModel:
                 out[t] += wj * (down @ (silu(gate @ x[t]) * (up @ x[t])))
         return out
 
+    def _window(self, layer):
+        w = self.c.sliding_windows
+        return w[layer] if w else 0
+
     def _attention(self, x, L, layer, cache, start, cos, sin):
         c = self.c
         t = x.shape[0]
@@ -182,7 +225,7 @@ class RefModel:
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)
         k_all, v_all = cache.append(layer, k, v)
-        a = causal_attention(q, k_all, v_all, start)  # [T, Hq, D]
+        a = causal_attention(q, k_all, v_all, start, c.attn_scale, self._window(layer))  # [T, Hq, D]
         return self._linear(a.reshape(t, -1), L, "o")
 
     def forward(self, ids, cache=None):
@@ -199,14 +242,28 @@ class RefModel:
         start = cache.length
         cos, sin = rope_cos_sin(self.inv_freq, np.arange(start, start + ids.size))
         cos, sin = cos * self.rope_scale, sin * self.rope_scale
+        if self.inv_freq_local is not None:
+            cos_l, sin_l = rope_cos_sin(self.inv_freq_local, np.arange(start, start + ids.size))
+        act = gelu_tanh if c.act == "gelu_pytorch_tanh" else silu
+        eps = c.rms_norm_eps
         x = self.embed[ids]  # [T, E]
+        if c.gemma:
+            x = x * round_to_dtype(np.sqrt(c.hidden_size), c.torch_dtype)
         for i, L in enumerate(self.layers):
-            h = x + self._attention(rms_norm(x, L["in_norm"], c.rms_norm_eps), L, i, cache, start, cos, sin)
-            m = rms_norm(h, L["post_norm"], c.rms_norm_eps)
-            if "experts" in L:
-                x = h + self._moe(m, L)
+            local = self.inv_freq_local is not None and self._window(i) > 0
+            cs = (cos_l, sin_l) if local else (cos, sin)
+            a = self._attention(rms_norm(x, L["in_norm"], eps), L, i, cache, start, *cs)
+            if c.gemma:  # sandwich norms
+                h = x + rms_norm(a, L["post_norm"], eps)
+                m = rms_norm(h, L["pre_ff_norm"], eps)
             else:
-                x = h + self._linear(silu(self._linear(m, L, "gate")) * self._linear(m, L, "up"), L, "down")
+                h = x + a
+                m = rms_norm(h, L["post_norm"], eps)
+            if "experts" in L:
+                y = self._moe(m, L)
+            else:
+                y = self._linear(act(self._linear(m, L, "gate")) * self._linear(m, L, "up"), L, "down")
+            x = h + (rms_norm(y, L["post_ff_norm"], eps) if c.gemma else y)
         x = rms_norm(x, self.final_norm, c.rms_norm_eps)
         return x @ self.lm_head.T
 

@@ -60,6 +60,11 @@ namespace {
 // the same as on CUDA: a sequence's query rows are [cu[b], cu[b+1]) clipped to [0, T); a key whose
 // block is missing (entry < 0 or >= num_blocks, or past the table's width) is masked; a query that
 // sees no key (context_lens[b] < seqlen_q) gets zeros. Such sequences take the per-key loop.
+//
+// Sliding window W (p.sliding_window > 0): query at key position pos sees keys (pos - W, pos].
+// Sequences whose window excludes a key (some query past position W - 1) take the per-key loop,
+// which starts at the tile's first visible key, so a windowed layer reads at most W + tile keys
+// per query tile whatever the context. (The AVX-512 kernels have no lower key bound yet.)
 template <class KV>
 void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
                        const BatchTensors& batch, const AttentionParams& p, Tensor& out,
@@ -76,6 +81,7 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
   const KV* kc = k_cache.data<KV>();
   const KV* vc = v_cache.data<KV>();
   float* o = out.data<float>();
+  const int W = p.sliding_window;
   constexpr int kTile = 16;
   constexpr int kMinTileRows = 8;
 
@@ -105,7 +111,7 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
     const int64_t first_pos = int64_t(ctx[b]) - nq;  // key position of query 0
     const int64_t last_key = first_pos + qhi - 1;
     const int32_t* table = bt + int64_t(b) * bt_stride;
-    bool fast = first_pos + qlo >= 0;
+    bool fast = first_pos + qlo >= 0 && (W == 0 || last_key < W);
     for (int64_t j = 0; fast && j <= last_key; j += bs) fast = key_slot(table, j) >= 0;
     // Heads outer, query tiles inner: a parallel chunk then holds whole causal triangles
     // (tiles in query order would give one thread the cheap early tiles of every head).
@@ -145,13 +151,16 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
         std::fill(l.begin(), l.begin() + rows, 0.f);
         // The tile's last query sees keys [0, last_key]; none exist past the table's width.
         const int64_t last_key = std::min(first_pos + w.q1 - 1, bt_stride * bs - 1);
-        for (int64_t j = 0; j <= last_key; ++j) {
+        // The tile's first query sees keys from first_pos + q0 - W + 1 on (window), else 0.
+        const int64_t first_key = W > 0 ? std::max<int64_t>(0, first_pos + w.q0 - W + 1) : 0;
+        for (int64_t j = first_key; j <= last_key; ++j) {
           const int64_t slot = key_slot(table, j);
           if (slot < 0) continue;  // missing block: masked
           const float* kr = get_row(kc + slot * kvw + int64_t(h) * D, D, kbuf.data());
           const float* vr = get_row(vc + slot * kvw + int64_t(h) * D, D, vbuf.data());
           for (int qi = w.q0; qi < w.q1; ++qi) {
-            if (j > first_pos + qi) continue;  // causal
+            if (j > first_pos + qi) continue;                 // causal
+            if (W > 0 && j <= first_pos + qi - W) continue;  // outside the window
             const int64_t tok = cu[w.b] + qi;
             for (int g = 0; g < G; ++g) {
               const int r = (qi - w.q0) * G + g;

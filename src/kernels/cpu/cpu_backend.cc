@@ -84,8 +84,8 @@ class CpuBackend final : public Backend {
   }
 
   void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                      Tensor& out) override {
-    cpu::embedding(ids, table, vocab_start, out, pool_);
+                      Tensor& out, float scale) override {
+    cpu::embedding(ids, table, vocab_start, out, scale, pool_);
   }
   void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) override {
     cpu::rms_norm(x, w, eps, out, pool_);
@@ -100,8 +100,9 @@ class CpuBackend final : public Backend {
                              Tensor& out) override {
     cpu::quantized_linear(x, w, bias, out, pool_);
   }
-  void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) override {
-    cpu::silu_and_mul(gate_up, out, pool_);
+  void act_and_mul_impl(const Tensor& gate_up, GatedAct act, Tensor& out) override {
+    if (act == GatedAct::GeluTanh) cpu::gelu_tanh_and_mul(gate_up, out, pool_);
+    else cpu::silu_and_mul(gate_up, out, pool_);
   }
   void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
                          const Tensor* k_norm, float eps, const Tensor& cos_sin,

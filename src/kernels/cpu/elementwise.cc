@@ -18,7 +18,7 @@ std::vector<float> weights_f32(const Tensor& w) { return to_f32_vector(w); }
 }  // namespace
 
 void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out,
-               ThreadPool& pool) {
+               float scale, ThreadPool& pool) {
   const int64_t T = ids.numel(), H = table.size(1), V = table.size(0);
   const int32_t* id = ids.data<int32_t>();
   float* o = out.data<float>();
@@ -30,6 +30,7 @@ void embedding(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tens
     }
     convert_to_f32(static_cast<const char*>(table.raw()) + size_t(r * H) * dtype_size(table.dtype()),
                    table.dtype(), o + t * H, H);
+    if (scale != 1.f) scale_f32(scale, o + t * H, int(H));
   }
   (void)pool;
 }
@@ -69,6 +70,26 @@ void silu_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
       const float* ur = gr + I;
       float* orow = o + t * I;
       silu_mul_row(gr, ur, orow, I);
+    }
+  }, grain_for_work(I, kMinChunkElems));
+}
+
+// gelu_pytorch_tanh(g) * u in f32 (Gemma's MLP). tanh in f32 like PyTorch's f32 kernel; the MLP
+// is not the hot path of a decode step (the linears are), so no vector form.
+void gelu_tanh_and_mul(const Tensor& gate_up, Tensor& out, ThreadPool& pool) {
+  const int64_t I = out.size(-1), T = I ? out.numel() / I : 0;
+  const float* g = gate_up.data<float>();
+  float* o = out.data<float>();
+  pool.parallel_for(T, [&](int64_t a, int64_t b) {
+    constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+    for (int64_t t = a; t < b; ++t) {
+      const float* gr = g + t * 2 * I;
+      const float* ur = gr + I;
+      float* orow = o + t * I;
+      for (int64_t i = 0; i < I; ++i) {
+        const float x = gr[i];
+        orow[i] = 0.5f * x * (1.f + std::tanh(kC * (x + 0.044715f * x * x * x))) * ur[i];
+      }
     }
   }, grain_for_work(I, kMinChunkElems));
 }

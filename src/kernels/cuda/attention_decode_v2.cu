@@ -110,9 +110,12 @@ __global__ void __launch_bounds__(kNT)
   const int t = decode_row(a, b);
   if (t < 0 || Gb <= 0) return;  // block-uniform: nothing to write (the reduce skips it too)
   const int ctx = a.context_lens[b];
-  const int start = split * part_len;
+  // A sliding window hides keys before ctx - window: splits below that see none (correct, but
+  // the split-K partition is not yet re-based on the window: unmeasured on a GPU).
+  const int pstart = split * part_len;
+  const int start = max(pstart, a.window > 0 ? max(0, ctx - a.window) : 0);
   // The last split runs to ctx, so a max_seqlen_k below a real context length loses no keys.
-  const int end = split == splits - 1 ? ctx : min(ctx, start + part_len);
+  const int end = split == splits - 1 ? ctx : min(ctx, pstart + part_len);
   const int nkeys = end > start ? end - start : 0;
   const int nchunks = nkeys / CH + (nkeys % CH != 0);  // no overflow near INT_MAX keys
 

@@ -125,7 +125,9 @@ __global__ void __launch_bounds__(NT) prefill_kernel(AttentionArgs a) {
       for (int c = 0; c < NC; ++c) acc[i][c] = 0.f;
     }
 
-    for (int k0 = 0; k0 < kend; k0 += BN) {
+    // Sliding window: the tile's first query sees keys from its position - window + 1 on.
+    const int kbeg = a.window > 0 ? max(0, ctx_off + row_lo / G - a.window + 1) : 0;
+    for (int k0 = kbeg; k0 < kend; k0 += BN) {
       __syncthreads();  // previous tile's P.V reads of KVs / Ps are done
       load_kv_tile<T, VE>(KVs, LD, static_cast<const T*>(a.k_cache), a, table, h, D, k0, kend,
                           kok);
@@ -156,7 +158,8 @@ __global__ void __launch_bounds__(NT) prefill_kernel(AttentionArgs a) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int kk = tc + 8 * j, key = k0 + kk;
-          const bool see = valid[i] && key <= qpos[i] && key < kend && kok[kk];
+          const bool see = valid[i] && key <= qpos[i] && key < kend && kok[kk] &&
+                           (a.window == 0 || key > qpos[i] - a.window);
           s[i][j] = see ? s[i][j] * sc : -INFINITY;
           mx = fmaxf(mx, s[i][j]);
         }

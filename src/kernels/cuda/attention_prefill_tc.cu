@@ -106,7 +106,8 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
     const int qpos = ctx_off + (valid ? gr / G : 0);
     float m = -INFINITY, l = 0.f;
 
-    for (int k0 = 0; k0 < kend; k0 += BN) {
+    const int kbeg = a.window > 0 ? max(0, ctx_off + row_lo / G - a.window + 1) : 0;  // window
+    for (int k0 = kbeg; k0 < kend; k0 += BN) {
       __syncthreads();  // all warps are done with the previous V tile
       load_rows_bf16(KVs, LDQ, static_cast<const bf16*>(a.k_cache), a, table, h, D, k0, kend,
                      kok);
@@ -135,7 +136,8 @@ __global__ void __launch_bounds__(NT) prefill_tc_kernel(AttentionArgs a) {
 #pragma unroll 8
       for (int c = 0; c < 32; ++c) {
         const int kk = half * 32 + c, key = k0 + kk;
-        const bool see = valid && key <= qpos && key < kend && kok[kk];
+        const bool see = valid && key <= qpos && key < kend && kok[kk] &&
+                         (a.window == 0 || key > qpos - a.window);
         const float v = see ? srow[c] * sc : -INFINITY;
         srow[c] = v;
         mx = fmaxf(mx, v);

@@ -149,9 +149,9 @@ BatchTensors CudaBackend::upload_batch_impl(const HostBatch& hb) {
 // The op fronts (kernels/op_contract.cc) checked devices, dtypes and shapes; what is left here
 // is dispatch and the limits of one kernel launch.
 void CudaBackend::embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                                 Tensor& out) {
+                                 Tensor& out, float scale) {
   launch_embedding(ids.data<int32_t>(), ids.numel(), table.raw(), table.dtype(), table.size(0),
-                   table.size(1), vocab_start, out.raw(), out.dtype(), stream_);
+                   table.size(1), vocab_start, scale, out.raw(), out.dtype(), stream_);
 }
 
 void CudaBackend::rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) {
@@ -187,9 +187,13 @@ void CudaBackend::linear_impl(const Tensor& x, const Tensor& w, const Tensor* bi
   }
 }
 
-void CudaBackend::silu_and_mul_impl(const Tensor& gate_up, Tensor& out) {
-  launch_silu_and_mul(gate_up.raw(), out.raw(), out.dtype(), rows_of(gate_up), out.size(-1),
-                      stream_);
+void CudaBackend::act_and_mul_impl(const Tensor& gate_up, GatedAct act, Tensor& out) {
+  if (act == GatedAct::GeluTanh)
+    launch_gelu_tanh_and_mul(gate_up.raw(), out.raw(), out.dtype(), rows_of(gate_up),
+                             out.size(-1), stream_);
+  else
+    launch_silu_and_mul(gate_up.raw(), out.raw(), out.dtype(), rows_of(gate_up), out.size(-1),
+                        stream_);
 }
 
 void CudaBackend::qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
@@ -231,6 +235,7 @@ void CudaBackend::attention_impl(const Tensor& qkv, const Tensor& k_cache, const
   a.D = p.head_dim;
   a.num_slots = k_cache.size(0);
   a.scale = p.scale;
+  a.window = p.sliding_window;
   a.act = qkv.dtype();
   if (batch.decode_only && batch.max_seqlen_q == 1) {
     // Each kernel sizes its own partials (v2's split count comes from its occupancy).

@@ -74,12 +74,12 @@ class CudaBackend : public Backend {
  protected:
   // Contract checks ran in Backend's fronts (kernels/op_contract.cc).
   BatchTensors upload_batch_impl(const HostBatch& hb) override;
-  void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start,
-                      Tensor& out) override;
+  void embedding_impl(const Tensor& ids, const Tensor& table, int64_t vocab_start, Tensor& out,
+                      float scale) override;
   void rms_norm_impl(const Tensor& x, const Tensor& w, float eps, Tensor& out) override;
   void add_rms_norm_impl(Tensor& x, Tensor& residual, const Tensor& w, float eps) override;
   void linear_impl(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out) override;
-  void silu_and_mul_impl(const Tensor& gate_up, Tensor& out) override;
+  void act_and_mul_impl(const Tensor& gate_up, GatedAct act, Tensor& out) override;
   void qk_norm_rope_impl(Tensor& qkv, const Tensor& positions, const Tensor* q_norm,
                          const Tensor* k_norm, float eps, const Tensor& cos_sin,
                          const AttentionParams& p) override;

@@ -34,7 +34,7 @@ dim3 grid1d(int64_t n, int threads) {
 // ---- embedding ------------------------------------------------------------------------
 template <class TT, class TO, int V>
 __global__ void embedding_kernel(const int32_t* ids, const TT* table, int64_t rows, int64_t H,
-                                 int64_t vocab_start, TO* out) {
+                                 int64_t vocab_start, float scale, TO* out) {
   const int64_t t = blockIdx.x;
   const int64_t r = int64_t(ids[t]) - vocab_start;
   const bool in = r >= 0 && r < rows;
@@ -43,6 +43,8 @@ __global__ void embedding_kernel(const int32_t* ids, const TT* table, int64_t ro
     float v[V];
     if (in) {
       load_f<TT, V>(table + r * H + i, v);
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[k] *= scale;
     } else {
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = 0.f;
@@ -121,6 +123,25 @@ __global__ void silu_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) 
   }
 }
 
+// gelu_pytorch_tanh(g) * u (Gemma), f32 math.
+template <class T, int V>
+__global__ void gelu_tanh_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) {
+  const int64_t per_row = I / V, n = T_ * per_row;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = e / per_row, i = (e % per_row) * V;
+    float g[V], u[V];
+    load_f<T, V>(gu + t * 2 * I + i, g);
+    load_f<T, V>(gu + t * 2 * I + I + i, u);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float x = g[k];
+      g[k] = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[k];
+    }
+    store_f<T, V>(out + t * I + i, g);
+  }
+}
+
 // ---- raw row copies (store_kv, gather_rows) ------------------------------------------------
 // U is the copy unit (uint4 = 16 bytes, or a 4- / 2-byte word); sizes are in units of U.
 template <class U>
@@ -178,18 +199,18 @@ __global__ void add_bias_kernel(T* out, const B* bias, int64_t n, int64_t N) {
 }  // namespace
 
 void launch_embedding(const int32_t* ids, int64_t T, const void* table, DType table_dt,
-                      int64_t rows, int64_t H, int64_t vocab_start, void* out, DType out_dt,
-                      cudaStream_t s) {
+                      int64_t rows, int64_t H, int64_t vocab_start, float scale, void* out,
+                      DType out_dt, cudaStream_t s) {
   if (T == 0) return;
   NV_CUDA_DISPATCH_ACT(out_dt, TO, NV_CUDA_DISPATCH_FLOAT(table_dt, TT, {
                          const TT* tb = static_cast<const TT*>(table);
                          TO* o = static_cast<TO*>(out);
                          if (can_vec(8, H, {{tb, sizeof(TT)}, {o, sizeof(TO)}}))
                            embedding_kernel<TT, TO, 8><<<unsigned(T), row_threads(H / 8), 0, s>>>(
-                               ids, tb, rows, H, vocab_start, o);
+                               ids, tb, rows, H, vocab_start, scale, o);
                          else
                            embedding_kernel<TT, TO, 1><<<unsigned(T), row_threads(H), 0, s>>>(
-                               ids, tb, rows, H, vocab_start, o);
+                               ids, tb, rows, H, vocab_start, scale, o);
                        }));
   CUDA_CHECK_LAUNCH();
 }
@@ -238,6 +259,21 @@ void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, i
       silu_and_mul_kernel<TA, V><<<grid1d(T * I / V, 256), 256, 0, s>>>(g, o, T, I);
     else
       silu_and_mul_kernel<TA, 1><<<grid1d(T * I, 256), 256, 0, s>>>(g, o, T, I);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_gelu_tanh_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
+                              cudaStream_t s) {
+  if (T == 0 || I == 0) return;
+  NV_CUDA_DISPATCH_ACT(act, TA, {
+    const TA* g = static_cast<const TA*>(gate_up);
+    TA* o = static_cast<TA*>(out);
+    constexpr int V = 16 / sizeof(TA);
+    if (can_vec(V, I, {{g, sizeof(TA)}, {o, sizeof(TA)}}))
+      gelu_tanh_and_mul_kernel<TA, V><<<grid1d(T * I / V, 256), 256, 0, s>>>(g, o, T, I);
+    else
+      gelu_tanh_and_mul_kernel<TA, 1><<<grid1d(T * I, 256), 256, 0, s>>>(g, o, T, I);
   });
   CUDA_CHECK_LAUNCH();
 }

@@ -10,10 +10,10 @@
 
 namespace nanovllm::cuda {
 
-// out[t, :] = table[ids[t] - vocab_start, :] or 0 outside [vocab_start, vocab_start + rows).
+// out[t, :] = table[ids[t] - vocab_start, :] * scale or 0 outside [vocab_start, + rows).
 void launch_embedding(const int32_t* ids, int64_t T, const void* table, DType table_dt,
-                      int64_t rows, int64_t H, int64_t vocab_start, void* out, DType out_dt,
-                      cudaStream_t s);
+                      int64_t rows, int64_t H, int64_t vocab_start, float scale, void* out,
+                      DType out_dt, cudaStream_t s);
 // out[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * w.  x, out [T, H] (same act dtype).
 void launch_rms_norm(const void* x, const void* w, DType w_dt, void* out, DType act, int64_t T,
                      int64_t H, float eps, cudaStream_t s);
@@ -23,6 +23,9 @@ void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DTy
 // out[t, i] = silu(gu[t, i]) * gu[t, I + i].
 void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
                          cudaStream_t s);
+// out[t, i] = gelu_tanh(gu[t, i]) * gu[t, I + i] (gelu_pytorch_tanh).
+void launch_gelu_tanh_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
+                              cudaStream_t s);
 // In place on qkv [T, (Hq + 2 Hkv) * D]: optional per-head RMSNorm (q_norm / k_norm [D], may
 // be null) then NeoX RoPE with cos_sin [max_pos, D] F32 at positions [T].
 void launch_qk_norm_rope(void* qkv, DType act, const int32_t* positions, const void* q_norm,
@@ -85,6 +88,7 @@ struct AttentionArgs {
   int Hq = 0, Hkv = 0, D = 0;
   int64_t num_slots = 0;  // num_blocks * block_size (bounds check of block table entries)
   float scale = 1.f;
+  int window = 0;  // sliding window (keys pos - window + 1 .. pos); 0 = none
   DType act = DType::BF16;
 };
 void launch_attention_prefill(const AttentionArgs& a, cudaStream_t s);

@@ -33,6 +33,9 @@ struct TensorNames {
   std::string q_norm = "self_attn.q_norm", k_norm = "self_attn.k_norm";
   std::string input_norm = "input_layernorm", post_attention_norm = "post_attention_layernorm";
   std::string gate_proj = "mlp.gate_proj", up_proj = "mlp.up_proj", down_proj = "mlp.down_proj";
+  // Gemma 3's sandwich norms around the MLP (ModelConfig::sandwich_norm).
+  std::string pre_feedforward_norm = "pre_feedforward_layernorm";
+  std::string post_feedforward_norm = "post_feedforward_layernorm";
   // MoE layers: the router [E, H] and expert e's "<experts>.<e>.<expert_gate|up|down>" weights.
   std::string router = "mlp.gate", experts = "mlp.experts";
   std::string expert_gate = "gate_proj", expert_up = "up_proj", expert_down = "down_proj";

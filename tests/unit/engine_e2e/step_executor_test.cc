@@ -44,11 +44,11 @@ class FakeBackend final : public Backend {
   NV_FAKE_OP(Tensor to_device(const Tensor&))
   NV_FAKE_OP(Tensor to_host(const Tensor&))
   NV_FAKE_OP(BatchTensors upload_batch_impl(const HostBatch&))
-  NV_FAKE_OP(void embedding_impl(const Tensor&, const Tensor&, int64_t, Tensor&))
+  NV_FAKE_OP(void embedding_impl(const Tensor&, const Tensor&, int64_t, Tensor&, float))
   NV_FAKE_OP(void rms_norm_impl(const Tensor&, const Tensor&, float, Tensor&))
   NV_FAKE_OP(void add_rms_norm_impl(Tensor&, Tensor&, const Tensor&, float))
   NV_FAKE_OP(void linear_impl(const Tensor&, const Tensor&, const Tensor*, Tensor&))
-  NV_FAKE_OP(void silu_and_mul_impl(const Tensor&, Tensor&))
+  NV_FAKE_OP(void act_and_mul_impl(const Tensor&, GatedAct, Tensor&))
   NV_FAKE_OP(void qk_norm_rope_impl(Tensor&, const Tensor&, const Tensor*, const Tensor*, float,
                                const Tensor&, const AttentionParams&))
   NV_FAKE_OP(void store_kv_impl(const Tensor&, const Tensor&, Tensor&, Tensor&, const AttentionParams&))

@@ -185,6 +185,72 @@ TEST(ModelConfig, Yarn) {
   EXPECT_DOUBLE_EQ(rope_attention_factor(ModelConfig::from_json_text(kQwen3, "x")), 1.0);
 }
 
+// Mistral: transformers' MistralConfig default window (4096) when the field is absent, none
+// when null, the given one on every layer otherwise.
+TEST(ModelConfig, MistralSlidingWindow) {
+  const std::string m = with(with(with(kQwen3, "architectures", R"(["MistralForCausalLM"])"),
+                                  "model_type", R"("mistral")"), "sliding_window", "");
+  auto absent = ModelConfig::from_json_text(m, "x");
+  EXPECT_FALSE(absent.qk_norm);
+  ASSERT_EQ(absent.layer_sliding_window.size(), 28u);
+  EXPECT_EQ(absent.sliding_window(0), 4096);
+  EXPECT_EQ(absent.sliding_window(27), 4096);
+  EXPECT_TRUE(ModelConfig::from_json_text(with(m, "sliding_window", "null"), "x").layer_sliding_window.empty());
+  EXPECT_EQ(ModelConfig::from_json_text(with(m, "sliding_window", "32"), "x").sliding_window(5), 32);
+  expect_error([&] { ModelConfig::from_json_text(with(m, "sliding_window", "-3"), "c.json"); },
+               {"sliding_window", "-3", "c.json"});
+}
+
+// Gemma 3 1B's config.json as transformers 4 writes it, and the transformers 5 form with
+// rope_parameters keyed by layer type.
+const char* kGemma3 = R"({
+  "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "attention_bias": false,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "eos_token_id": [1, 106],
+  "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 1152, "intermediate_size": 6912, "max_position_embeddings": 32768,
+  "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512,
+  "sliding_window_pattern": 6, "torch_dtype": "bfloat16", "vocab_size": 262144})";
+
+TEST(ModelConfig, Gemma3) {
+  auto c = ModelConfig::from_json_text(kGemma3, "g/config.json");
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_TRUE(c.tie_word_embeddings);  // Gemma3TextConfig's default
+  EXPECT_TRUE(c.qk_norm && c.norm_weight_offset && c.sandwich_norm && c.scale_embeddings);
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 16);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.rope_local_theta, 1e4);
+  ASSERT_EQ(c.layer_sliding_window.size(), 26u);
+  for (int l = 0; l < 26; ++l) EXPECT_EQ(c.sliding_window(l), (l + 1) % 6 ? 512 : 0) << l;
+  // Explicit layer_types win over the pattern.
+  std::string types = "[";
+  for (int l = 0; l < 26; ++l) types += std::string(l ? "," : "") + (l == 3 ? "\"full_attention\"" : "\"sliding_attention\"");
+  auto t = ModelConfig::from_json_text(with(kGemma3, "layer_types", types + "]"), "x");
+  for (int l = 0; l < 26; ++l) EXPECT_EQ(t.sliding_window(l), l == 3 ? 0 : 512) << l;
+  // transformers 5: rope_parameters per layer type (global: linear x8 as in Gemma 3 4B+).
+  std::string v5 = with(with(with(kGemma3, "rope_theta", ""), "rope_local_base_freq", ""), "rope_scaling", "");
+  v5 = with(v5, "rope_parameters", R"({"full_attention": {"rope_type": "linear", "factor": 8.0,
+      "rope_theta": 1000000.0}, "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})");
+  auto r = ModelConfig::from_json_text(v5, "x");
+  EXPECT_EQ(r.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(r.rope_scaling.factor, 8.0);
+  EXPECT_DOUBLE_EQ(r.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(r.rope_local_theta, 1e4);
+  // Refused: soft-capping, bidirectional attention, a bad layer type, another activation.
+  expect_error([&] { ModelConfig::from_json_text(with(kGemma3, "final_logit_softcapping", "30.0"), "c.json"); },
+               {"final_logit_softcapping", "30", "c.json"});
+  expect_error([&] { ModelConfig::from_json_text(with(kGemma3, "attn_logit_softcapping", "50.0"), "c.json"); },
+               {"attn_logit_softcapping", "c.json"});
+  expect_error([&] { ModelConfig::from_json_text(with(kGemma3, "use_bidirectional_attention", "true"), "c.json"); },
+               {"use_bidirectional_attention", "c.json"});
+  expect_error([&] { ModelConfig::from_json_text(with(kGemma3, "layer_types", R"(["chunked_attention"])"), "c.json"); },
+               {"layer_types", "26", "c.json"});
+  expect_error([&] { ModelConfig::from_json_text(with(kGemma3, "hidden_activation", R"("relu")"), "c.json"); },
+               {"hidden_act", "relu", "c.json"});
+}
+
 // The README's "Supported models" table is the registry: a new src/models/arch/ file without its
 // docs row (or a row without a file) fails here. An unknown name's error lists every one.
 TEST(ArchitectureRegistry, ReadmeTableMatchesRegistry) {
@@ -219,10 +285,10 @@ TEST(ModelConfig, Errors) {
                {"'vocab_size'"});
   expect_error(
       [] {
-        ModelConfig::from_json_text(with(kQwen3, "architectures", R"(["MistralForCausalLM"])"),
+        ModelConfig::from_json_text(with(kQwen3, "architectures", R"(["Gemma2ForCausalLM"])"),
                                     "c.json");
       },
-      {"'architectures'", "MistralForCausalLM", "c.json"});
+      {"'architectures'", "Gemma2ForCausalLM", "c.json"});
   expect_error([] { ModelConfig::from_json_text(with(kQwen3, "architectures", ""), "c.json"); },
                {"'architectures'"});
   expect_error(

@@ -1,7 +1,8 @@
 """End-to-end check of `nanovllm chat-template` against Python jinja2 (Debian's python3-jinja2).
 
 Every message list of tests/fixtures/chat_templates/cases.json is rendered with each template
-(Qwen3 and Llama-3 from the npm tokenizer packages, plus the ChatML and Llama-3-tools fixtures)
+(Qwen3 and Llama-3 from the npm tokenizer packages, plus the ChatML, Llama-3-tools and Gemma-3-style
+fixtures)
 by the CLI and by jinja2 configured the way transformers.apply_chat_template configures it; the
 outputs must be byte-identical (or both must fail; raise_exception messages must match).
 Also checks the shared-data renderings /work/shared/data/tokenizer-tests/qwen3_chat_template.json.
@@ -61,7 +62,8 @@ def load_templates(tmp):
         cfg = json.load(open(path, encoding="utf-8"))
         out.append((pkg, os.path.dirname(path), cfg["chat_template"], token_str(cfg, "bos_token"),
                     token_str(cfg, "eos_token")))
-    for name, bos, eos in (("chatml", "", "<|im_end|>"), ("llama3_tools", "<|begin_of_text|>", "<|eot_id|>")):
+    for name, bos, eos in (("chatml", "", "<|im_end|>"), ("llama3_tools", "<|begin_of_text|>", "<|eot_id|>"),
+                           ("gemma3", "<bos>", "<eos>")):
         text = open(os.path.join(FIXTURES, name + ".jinja"), encoding="utf-8").read()
         d = os.path.join(tmp, name)
         os.makedirs(d)

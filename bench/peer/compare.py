@@ -10,7 +10,8 @@ What it does (everything third-party goes to the ignored cache folder .cache/pee
 $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
   1. llama.cpp: `npm pack node-llama-cpp@3.22.1` (npm registry), whose llama/gitRelease.bundle is a
      git bundle of llama.cpp; clone it and build llama-bench, llama-batched-bench,
-     llama-quantize and llama-server (CMake, Release, GGML_NATIVE). Skipped when already built.
+     llama-quantize and llama-server (CMake, Release, GGML_NATIVE; ggml's AMX tile-config call
+     patched to inline asm, see patch_amx_tile_config). Skipped when already built.
   2. The model: `nanovllm make-model --arch qwen3 --preset P --dtype bf16 --seed 0` (with the
      Qwen3 tokenizer), converted to GGUF bf16 by hf_to_gguf.py (llama.cpp's gguf-py + Debian's
      numpy, no torch), then llama-quantize to Q8_0 and Q4_0.
@@ -72,7 +73,29 @@ def uptime():
         return f.read().split()[:3]
 
 
+def patch_amx_tile_config():
+    """GCC 12 miscompiles ggml's `_tile_loadconfig(&tc)` in amx/mmq.cpp: on CPUs with AMX the
+    Q4_0 / Q8_0 paths then crash. The same instruction written as inline asm (`ldtilecfg` of the
+    64-byte config) builds correctly. Idempotent; returns True when the file changed."""
+    path = os.path.join(LLAMA, "ggml", "src", "ggml-cpu", "amx", "mmq.cpp")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    fixed = text.replace("_tile_loadconfig(&tc);", 'asm volatile("ldtilecfg %0" :: "m"(tc));')
+    if fixed == text:
+        return False
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(fixed)
+    log(f"patched {path}: _tile_loadconfig -> inline ldtilecfg (GCC 12 + AMX)")
+    return True
+
+
 def ensure_llama():
+    if os.path.isdir(os.path.join(LLAMA, ".git")) and patch_amx_tile_config():
+        for t in TARGETS:  # rebuild what links the patched file
+            if os.path.exists(os.path.join(LLAMA_BIN, t)):
+                os.remove(os.path.join(LLAMA_BIN, t))
     if all(os.path.exists(os.path.join(LLAMA_BIN, t)) for t in TARGETS):
         return
     os.makedirs(CACHE, exist_ok=True)
@@ -85,6 +108,7 @@ def ensure_llama():
             t.extract("package/llama/gitRelease.bundle", CACHE)
     if not os.path.isdir(os.path.join(LLAMA, ".git")):
         run(["git", "clone", "-q", bundle, LLAMA])
+    patch_amx_tile_config()
     run(["cmake", "-S", LLAMA, "-B", os.path.join(LLAMA, "build"), "-G", "Ninja",
          # GGML_CCACHE=OFF: ccache keys on the literal "-march=native", so a cache shared
          # between machines could hand back objects built for another CPU.

@@ -30,7 +30,7 @@ struct StructuredOutputsParams {
   // of any tool (tool_choice "required"), else exactly one call of that function.
   std::string tools;
   std::string tool_name;
-  bool disable_any_whitespace = false;  // JSON: no whitespace between tokens (else runs of <= 16)
+  bool disable_any_whitespace = false;  // JSON: no whitespace between tokens (else: src/structured/README.md)
 
   bool empty() const {
     return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty();

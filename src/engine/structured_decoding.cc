@@ -7,12 +7,6 @@
 
 namespace nanovllm {
 
-namespace {
-// Whitespace runs between JSON tokens are bounded so that a constrained output always ends:
-// unbounded, a model (a random one certainly) can emit whitespace until max_tokens.
-constexpr int kMaxJsonWhitespace = 16;
-}  // namespace
-
 std::span<const uint32_t> SequenceGrammar::allowed() {
   mask_.resize(size_t(matcher_.mask_words()));
   matcher_.fill_next_token_bitmask(mask_.data());
@@ -27,9 +21,9 @@ StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eo
 
 std::shared_ptr<const structured::CompiledGrammar> StructuredDecoding::compile(
     const StructuredOutputsParams& p) const {
-  structured::JsonSchemaOptions opt;
-  opt.max_whitespace = kMaxJsonWhitespace;
-  std::optional<structured::RequestConstraint> c = structured::constraint_for(p, format_, opt);
+  // The default options bound whitespace and digit runs (structured/json_exprs.h), so that a
+  // constrained output always ends.
+  std::optional<structured::RequestConstraint> c = structured::constraint_for(p, format_);
   NV_CHECK(c.has_value(), "compile: the request has no output constraint");
   auto g = cache_.get(c->key, c->build);
   g->precompute();  // no-op once done

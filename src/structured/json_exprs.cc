@@ -49,8 +49,8 @@ ExprPtr nonneg_range(uint64_t a, std::optional<uint64_t> b) {
     uint64_t hi = b && len == lb ? *b : (len >= 20 ? UINT64_MAX : pow10(len) - 1);
     kids.push_back(same_len_range(std::to_string(lo), std::to_string(hi)));
   }
-  if (!b)  // every number with more digits than a
-    kids.push_back(seq({digits('1', '9'), repeat(digits(), static_cast<int>(la), -1)}));
+  if (!b && la < static_cast<size_t>(kJsonMaxIntDigits))  // more digits than a, up to the bound
+    kids.push_back(seq({digits('1', '9'), repeat(digits(), static_cast<int>(la), kJsonMaxIntDigits - 1)}));
   return alt(std::move(kids));
 }
 
@@ -58,10 +58,13 @@ uint64_t magnitude(int64_t v) { return v < 0 ? static_cast<uint64_t>(-(v + 1)) +
 
 }  // namespace
 
-ExprPtr json_ws(int max_len) {
-  CodepointSet ws;
-  for (char c : {' ', '\t', '\n', '\r'}) ws.add(static_cast<uint32_t>(c), static_cast<uint32_t>(c));
-  return repeat(chars(ws), 0, max_len < 0 ? -1 : max_len);
+// One shape per gap instead of a run of any whitespace: a model that likes whitespace tokens
+// (a random one, or a small real one in a loop) can otherwise spend every token on "\r\n\t".
+ExprPtr json_ws(int max_indent) {
+  if (max_indent < 0) return empty_expr();
+  CodepointSet indent = CodepointSet::single(' ');
+  indent.add('\t', '\t');
+  return alt({empty_expr(), lit(" "), seq({lit("\n"), repeat(chars(indent), 0, max_indent)})});
 }
 
 ExprPtr json_string_char_any() {
@@ -78,12 +81,12 @@ ExprPtr json_string_char_any() {
 }
 
 ExprPtr json_number() {
-  ExprPtr int_part = alt({lit("0"), seq({digits('1', '9'), star(digits())})});
-  ExprPtr frac = opt(seq({lit("."), repeat(digits(), 1, -1)}));
+  ExprPtr int_part = alt({lit("0"), seq({digits('1', '9'), repeat(digits(), 0, kJsonMaxIntDigits - 1)})});
+  ExprPtr frac = opt(seq({lit("."), repeat(digits(), 1, kJsonMaxFracDigits)}));
   CodepointSet e = CodepointSet::single('e'), sign = CodepointSet::single('+');
   e.add('E', 'E');
   sign.add('-', '-');
-  ExprPtr exp = opt(seq({chars(e), opt(chars(sign)), repeat(digits(), 1, -1)}));
+  ExprPtr exp = opt(seq({chars(e), opt(chars(sign)), repeat(digits(), 1, kJsonMaxExpDigits)}));
   return seq({opt(lit("-")), int_part, frac, exp});
 }
 
@@ -143,7 +146,8 @@ ExprPtr json_format_content(const std::string& format) {
   static const char* kDate =
       "[1-9][0-9]{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|"
       "02-(?:0[1-9]|1[0-9]|2[0-8]))";
-  static const char* kTime = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+  // Fractions of a second: at most 9 digits (nanoseconds), for the same reason as numbers.
+  static const char* kTime = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
   static const char* kOctet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
   std::string re;
   if (format == "date") re = kDate;

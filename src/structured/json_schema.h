@@ -18,16 +18,20 @@
 //    date, time, date-time, uuid, ipv4, email; one of these families per string.
 //  - integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (within int64).
 //  - number, boolean, null (number bounds and multipleOf are not supported).
+// Whitespace and digit runs are bounded (json_exprs.h) so that every output is finite.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "structured/grammar.h"
+#include "structured/json_exprs.h"
 
 namespace nanovllm::structured {
 
 struct JsonSchemaOptions {
-  int max_whitespace = -1;      // longest whitespace run between JSON tokens; -1: unlimited
+  // Whitespace between JSON tokens: nothing, one space, or a newline and at most max_indent
+  // spaces / tabs; -1: none at all (disable_any_whitespace). The one default for every caller.
+  int max_indent = kJsonMaxIndent;
   size_t max_states = 200000;   // automaton size limit (ConstraintError beyond it)
 };
 

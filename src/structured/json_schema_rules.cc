@@ -21,7 +21,7 @@ struct SavedStack {
 
 }  // namespace
 
-ExprPtr SchemaCompiler::ws() const { return json_ws(opt_.max_whitespace); }
+ExprPtr SchemaCompiler::ws() const { return json_ws(opt_.max_indent); }
 
 int SchemaCompiler::plain_string_rule() {
   if (plain_string_ < 0) {

@@ -11,9 +11,9 @@ using ojson = nlohmann::ordered_json;
 std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p, chat::ToolCallFormat format,
                                                 JsonSchemaOptions opt) {
   if (p.empty()) return std::nullopt;
-  if (p.disable_any_whitespace) opt.max_whitespace = 0;
+  if (p.disable_any_whitespace) opt.max_indent = -1;
   // The options change the grammar: they are part of the key.
-  const std::string ws = "ws" + std::to_string(opt.max_whitespace) + "\n";
+  const std::string ws = "ws" + std::to_string(opt.max_indent) + "\n";
   auto parse = [](const std::string& text, const char* what) {
     try {
       return parse_ordered_json(text, what);

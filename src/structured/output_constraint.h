@@ -20,9 +20,9 @@ struct RequestConstraint {
 };
 
 // nullopt when params.empty(). `format` is the model's tool-call format (tools only).
-// params.disable_any_whitespace overrides opt.max_whitespace with 0. Schema text is parsed with
-// the bounded JSON parser (ConstraintError when malformed or nested too deeply); the builder
-// throws ConstraintError for unsupported schema features (the server's 400).
+// params.disable_any_whitespace overrides opt.max_indent with -1 (no whitespace). Schema text is
+// parsed with the bounded JSON parser (ConstraintError when malformed or nested too deeply); the
+// builder throws ConstraintError for unsupported schema features (the server's 400).
 std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& params,
                                                 chat::ToolCallFormat format = chat::ToolCallFormat::kHermes,
                                                 JsonSchemaOptions opt = {});

@@ -16,7 +16,8 @@ import server_util as su  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPM_DIR = os.path.join(ROOT, "third_party", "npm", "node_modules")
 
-# Every string and number is bounded so that a random model's output ends within max_tokens.
+# Every string and array is bounded so that a random model (it repeats its last token) ends within
+# max_tokens; the grammar bounds whitespace and digit runs itself.
 SCHEMA = {
     "type": "object",
     "properties": {

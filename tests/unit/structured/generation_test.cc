@@ -1,6 +1,7 @@
 // End-to-end check of constrained generation: tokens drawn at random from the masks until EOS
 // must form text that an independent validator accepts (Python's jsonschema, re, set
 // membership; validate.py), and generation never gets stuck.
+#include <algorithm>
 #include <random>
 
 #include "chat/tool_parser.h"
@@ -41,6 +42,22 @@ const char* kSchemas[] = {
 const char* kRegexes[] = {"[a-z]{1,8}@[a-z]+\\.(com|org)", "\\d{3}-\\d{4}", "(yes|no|maybe)( [A-Z][a-z]*)*",
                           "[^\\n]{0,12}\\n[0-9]+", "(\\w+\\s?){1,4}", "\\((-?[0-9]+(\\.[0-9]{1,2})?),\\s*[A-Za-zé]+\\)"};
 
+// Whether `s` has objects with free keys (additionalProperties, or no properties declared).
+// The grammar keeps declared keys unique, but free keys may repeat (comparing keys is beyond
+// a context-free grammar), so the validator accepts duplicates there.
+bool free_keys(const nlohmann::json& s) {
+  if (s.is_boolean()) return s.get<bool>();  // also "uniqueItems": true...: a harmless maybe
+  if (s.is_array()) return std::any_of(s.begin(), s.end(), free_keys);
+  if (!s.is_object()) return false;
+  if ((s.contains("type") && s["type"] == "object") || s.contains("additionalProperties")) {
+    auto ap = s.find("additionalProperties");
+    if (ap != s.end() ? !(ap->is_boolean() && !ap->get<bool>()) : !s.contains("properties")) return true;
+  }
+  for (auto& [k, v] : s.items())
+    if (k != "enum" && k != "const" && free_keys(v)) return true;
+  return false;
+}
+
 void run(const std::shared_ptr<const TokenIndex>& vocab, int docs_per_case, uint32_t seed) {
   std::mt19937 rng(seed);
   nlohmann::json cases = nlohmann::json::array();
@@ -62,7 +79,8 @@ void run(const std::shared_ptr<const TokenIndex>& vocab, int docs_per_case, uint
   };
   for (const char* s : kSchemas) {
     auto schema = parse_json_schema(s);
-    add({{"kind", "schema"}, {"schema", nlohmann::json::parse(s)}}, compile(json_schema_grammar(schema), vocab), 0);
+    nlohmann::json j = nlohmann::json::parse(s);
+    add({{"kind", "schema"}, {"schema", j}, {"free_keys", free_keys(j)}}, compile(json_schema_grammar(schema), vocab), 0);
   }
   for (const char* r : kRegexes) add({{"kind", "regex"}, {"regex", r}}, compile(regex_grammar(r), vocab), 30);
   std::vector<std::string> choices = {"positive", "negative", "neutral", "neg", "a \"quoted\" é choice"};

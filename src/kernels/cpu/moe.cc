@@ -1,6 +1,7 @@
 #include "kernels/cpu/moe.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -73,28 +74,62 @@ void moe_experts(const Tensor& x, const MoeExperts& ex, const Tensor& ids, const
     if (id[i] >= 0 && id[i] < E) pairs[size_t(fill[size_t(id[i])]++)] = i;
 
   const float* xp = x.data<float>();
-  // Accumulated in ascending expert order per token (as transformers' loop over experts does).
-  for (int64_t e = 0; e < E; ++e) {
+  const int64_t P = begin[size_t(E)];  // (token, slot) pairs routed to a valid expert
+  // y[r] = expert(x[token of pairs[r]]): rows in pairs order (grouped by expert).
+  std::vector<float> y(size_t(P * H));
+  std::vector<int64_t> active;
+  for (int64_t e = 0; e < E; ++e)
+    if (begin[size_t(e) + 1] > begin[size_t(e)]) active.push_back(e);
+  bool quantized = true;
+  for (int64_t e : active) quantized = quantized && ex.gate_up[size_t(e)].quantized() && ex.down[size_t(e)].quantized();
+
+  // One expert on `p`: its tokens' rows gathered, gate_up, SiLU * up, down, into y.
+  auto run_expert = [&](int64_t e, ThreadPool& p) {
     const int64_t n = begin[size_t(e) + 1] - begin[size_t(e)];
-    if (n == 0) continue;
     const int64_t* pe = pairs.data() + begin[size_t(e)];
     Tensor xe = Tensor::empty({n, H}, DType::F32);
     for (int64_t r = 0; r < n; ++r)
       std::memcpy(xe.data<float>() + r * H, xp + (pe[r] / k) * H, size_t(H) * sizeof(float));
     Tensor gate_up = Tensor::empty({n, 2 * I}, DType::F32);
-    linear(xe, ex.gate_up[size_t(e)], gate_up);
+    linear(xe, ex.gate_up[size_t(e)], gate_up, p);
     Tensor h = Tensor::empty({n, I}, DType::F32);
-    silu_and_mul(gate_up, h, pool);
-    Tensor y = Tensor::empty({n, H}, DType::F32);
-    linear(h, ex.down[size_t(e)], y);
-    const float* yp = y.data<float>();
-    for (int64_t r = 0; r < n; ++r) {
-      float* dst = o + (pe[r] / k) * H;
-      const float wr = w[pe[r]];
-      const float* src = yp + r * H;
-      for (int64_t c = 0; c < H; ++c) dst[c] += wr * src[c];
-    }
+    silu_and_mul(gate_up, h, p);
+    Tensor ye = Tensor::wrap(y.data() + begin[size_t(e)] * H, {n, H}, DType::F32);
+    linear(h, ex.down[size_t(e)], ye, p);
+  };
+  const int threads = pool.size();
+  if (threads > 1 && quantized && int64_t(active.size()) >= 2 * threads) {
+    // Largest experts first, handed out through a counter: the threads finish together.
+    std::stable_sort(active.begin(), active.end(), [&](int64_t a, int64_t b) {
+      return begin[size_t(a) + 1] - begin[size_t(a)] > begin[size_t(b) + 1] - begin[size_t(b)];
+    });
+    std::atomic<size_t> next{0};
+    pool.run_on_all([&](int) {
+      thread_local ThreadPool single(1, 0, false);  // the linears inline on this thread
+      for (size_t i; (i = next.fetch_add(1)) < active.size();) run_expert(active[i], single);
+    });
+  } else {
+    for (int64_t e : active) run_expert(e, pool);
   }
+
+  // out[t] = sum over its slots, in ascending expert order (as transformers' loop over experts),
+  // of weight * y. row_of[t * k + j]: the y row of slot j of token t (-1: invalid expert).
+  std::vector<int64_t> row_of(size_t(T * k), -1);
+  for (int64_t r = 0; r < P; ++r) row_of[size_t(pairs[size_t(r)])] = r;
+  pool.parallel_for(T, [&](int64_t t0, int64_t t1) {
+    std::vector<int64_t> slots(static_cast<size_t>(k));
+    for (int64_t t = t0; t < t1; ++t) {
+      std::iota(slots.begin(), slots.end(), t * k);
+      std::sort(slots.begin(), slots.end(), [&](int64_t a, int64_t b) { return id[a] < id[b] || (id[a] == id[b] && a < b); });
+      float* dst = o + t * H;
+      for (int64_t i : slots) {
+        if (row_of[size_t(i)] < 0) continue;
+        const float wr = w[i];
+        const float* src = y.data() + row_of[size_t(i)] * H;
+        for (int64_t c = 0; c < H; ++c) dst[c] += wr * src[c];
+      }
+    }
+  }, grain_for_work(k * H, 16384));
 }
 
 }  // namespace nanovllm::cpu

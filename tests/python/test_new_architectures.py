@@ -1,7 +1,8 @@
-"""Engine features on the sliding-window architectures (tiny presets: Mistral with a 16-key
-window on both layers; Gemma 3 with a local layer of window 16 and a global one), with prompts
-much longer than the window: prefix caching, preemption by recompute, chunked prefill, n > 1
-and tensor parallelism must leave greedy outputs unchanged."""
+"""Engine features on the architectures added by issue 28 (tiny presets: Mistral with a 16-key
+window on both layers; Gemma 3 with a local layer of window 16 and a global one; Qwen3-MoE with a
+sparse layer of 8 experts, top 2, and a dense one), with prompts much longer than the windows:
+prefix caching, preemption by recompute, chunked prefill, n > 1 and tensor parallelism must leave
+greedy outputs unchanged."""
 import pytest
 
 from conftest import make_model
@@ -12,7 +13,7 @@ PROMPTS = [[1000 + 37 * i + j for i in range(40)] for j in range(6)]
 KW = dict(kvcache_block_size=16, max_model_len=256)
 
 
-@pytest.fixture(scope="module", params=["mistral", "gemma3_text"])
+@pytest.fixture(scope="module", params=["mistral", "gemma3_text", "qwen3_moe"])
 def model(request, tmp_path_factory):
     return make_model(tmp_path_factory.mktemp("models") / f"{request.param}-tiny", arch=request.param)
 

@@ -19,11 +19,13 @@ int run_trace_view(int argc, char** argv) {
   CLI::App app{"HTML page (steps, KV blocks, request Gantt chart, summary) of a --trace file",
                "nanovllm trace-view"};
   std::string in, out;
-  bool json = false;
+  bool json = false, include_warmup = false;
   trace::PageOptions opt;
   app.add_option("trace", in, "trace file written by --trace")->required();
   app.add_option("-o,--out", out, "HTML page to write");
   app.add_flag("--json", json, "print the summary as JSON on stdout");
+  app.add_flag("--include-warmup", include_warmup,
+               "keep the steps and requests before the warmup_end marker (bench's warm-up)");
   app.add_option("--max-requests", opt.max_gantt_rows,
                  "requests shown in the Gantt chart (evenly spaced)")
       ->capture_default_str();
@@ -31,7 +33,7 @@ int run_trace_view(int argc, char** argv) {
   NV_CHECK(!out.empty() || json, "give -o PAGE.html and/or --json");
   NV_CHECK(opt.max_gantt_rows >= 2, "--max-requests must be >= 2, got ", opt.max_gantt_rows);
 
-  const trace::TraceData data = trace::load_trace(in);
+  const trace::TraceData data = trace::load_trace(in, include_warmup);
   const trace::TraceSummary summary = trace::summarize(data);
   if (!out.empty()) {
     opt.source = std::filesystem::path(in).filename().string();
@@ -41,8 +43,12 @@ int run_trace_view(int argc, char** argv) {
     f << page;
     f.close();
     NV_CHECK(!f.fail(), "writing '", out, "' failed");
-    std::fprintf(stderr, "trace-view: %zu steps, %zu requests -> %s (%zu bytes)\n",
-                 data.steps.size(), data.requests.size(), out.c_str(), page.size());
+    std::fprintf(stderr, "trace-view: %zu steps, %zu requests -> %s (%zu bytes)", data.steps.size(),
+                 data.requests.size(), out.c_str(), page.size());
+    if (data.warmup_steps || data.warmup_requests)
+      std::fprintf(stderr, "; warm-up left out: %lld steps, %lld requests (--include-warmup keeps them)",
+                   static_cast<long long>(data.warmup_steps), static_cast<long long>(data.warmup_requests));
+    std::fprintf(stderr, "\n");
   }
   if (json) std::cout << trace::to_json(summary).dump(1) << std::endl;
   return 0;

@@ -43,6 +43,9 @@ class LLM {
   void abort(uint64_t request_id);
   // Aborts every live request (e.g. at shutdown).
   void abort_all();
+  // Writes a named instant into the --trace file (no-op without one): `bench` marks
+  // "warmup_end", before which `trace-view` leaves steps and requests out of its summary.
+  void trace_marker(const std::string& name);
   // Compiles (and caches) SamplingParams::structured_outputs so that add_request needs no
   // compilation; throws nanovllm::Error naming an unsupported schema feature or a malformed
   // constraint. Thread-safe, unlike the rest: the server calls it on its handler threads.

@@ -284,6 +284,13 @@ void EngineTracer::write_counters(const Scheduler& sched, double ts) {
   writer_.end_event();
 }
 
+void EngineTracer::marker(std::string_view name) {
+  if (closed_) return;
+  auto& js = writer_.begin_event('i', name, "marker", kStepTid, now_us());
+  js.field("s", "g");
+  writer_.end_event();
+}
+
 void EngineTracer::close(const EngineStats& stats) {
   if (closed_) return;
   closed_ = true;

@@ -53,6 +53,10 @@ class EngineTracer {
   // outside (abort, rejection at add_request) at once.
   void finished(uint64_t request_id, std::string_view reason);
 
+  // A named instant in the trace (cat "marker"): e.g. "warmup_end", written by `bench` after its
+  // warm-up request, before which trace-view leaves steps and requests out of its summary.
+  void marker(std::string_view name);
+
   // Ends spans still open (args.unfinished = true), writes the final engine statistics and the
   // tracer's own cost, and terminates the file. Idempotent.
   void close(const EngineStats& stats);

@@ -16,6 +16,7 @@ std::vector<RequestOutput> LLM::step() { return engine_->step(); }
 bool LLM::is_finished() const { return engine_->is_finished(); }
 void LLM::abort(uint64_t id) { engine_->abort(id); }
 void LLM::abort_all() { engine_->abort_all(); }
+void LLM::trace_marker(const std::string& name) { engine_->trace_marker(name); }
 std::vector<RequestOutput> LLM::generate(const std::vector<Prompt>& prompts,
                                          const std::vector<SamplingParams>& params, bool progress) {
   return engine_->generate(prompts, params, progress);

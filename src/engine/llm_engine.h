@@ -42,6 +42,10 @@ class LLMEngine {
   // ignored.
   void abort(uint64_t request_id);
   void abort_all();
+  // A named instant in the --trace file (no-op without one).
+  void trace_marker(std::string_view name) {
+    if (tracer_) tracer_->marker(name);
+  }
   // Compiles (and caches) an output constraint; throws Error naming what is unsupported.
   // Thread-safe (the server calls it on handler threads).
   void prepare_constraint(const StructuredOutputsParams& so) const;

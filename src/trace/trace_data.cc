@@ -99,7 +99,7 @@ void read_request_event(const json& ev, char ph, double ts,
 
 }  // namespace
 
-TraceData parse_trace(std::string_view text) {
+TraceData parse_trace(std::string_view text, bool include_warmup) {
   TraceData d;
   json events = parse_repairing(text, d.truncated);
   if (events.is_object() && events.contains("traceEvents")) events = events["traceEvents"];
@@ -107,6 +107,11 @@ TraceData parse_trace(std::string_view text) {
            ")");
   std::map<uint64_t, RequestRecord> reqs;
   bool nanovllm_events = false;
+  struct PrefixSample {
+    double ts;
+    int64_t hit, query;  // cumulative counters
+  };
+  std::vector<PrefixSample> prefix;
   for (const json& ev : events) {
     if (!ev.is_object()) continue;
     const std::string ph = ev.value("ph", "");
@@ -118,6 +123,7 @@ TraceData parse_trace(std::string_view text) {
       case 'i':
         if (name == "engine_config") d.config = args, nanovllm_events = true;
         if (name == "engine_stats") d.final_stats = args;
+        if (name == "warmup_end" && cat == "marker") d.warmup_end = std::max(d.warmup_end, ts);
         break;
       case 'X':
         if (cat == "step") read_step(ev, ts, d, reqs), nanovllm_events = true;
@@ -127,11 +133,8 @@ TraceData parse_trace(std::string_view text) {
           d.kv.push_back({ts, inum(args, "used"), inum(args, "free"), inum(args, "cached")});
         if (name == "queues")
           d.queues.push_back({ts, inum(args, "waiting"), inum(args, "running")});
-        if (name == "prefix_cache_tokens") {
-          d.prefix_hit_tokens = std::max<int64_t>(d.prefix_hit_tokens, int64_t(num(args, "hit")));
-          d.prefix_query_tokens =
-              std::max<int64_t>(d.prefix_query_tokens, int64_t(num(args, "query")));
-        }
+        if (name == "prefix_cache_tokens")
+          prefix.push_back({ts, int64_t(num(args, "hit")), int64_t(num(args, "query"))});
         break;
       case 'b':
       case 'e':
@@ -150,6 +153,37 @@ TraceData parse_trace(std::string_view text) {
   std::stable_sort(d.queues.begin(), d.queues.end(), by_ts);
   std::sort(d.preemption_times.begin(), d.preemption_times.end());
 
+  // The warm-up: steps, samples, preemptions and requests before the marker are left out (the
+  // prefix-cache counters are cumulative: the value at the marker is subtracted).
+  const double w = include_warmup ? -1 : d.warmup_end;
+  int64_t hit0 = 0, query0 = 0;
+  for (const PrefixSample& p : prefix) {
+    if (p.ts < w) hit0 = std::max(hit0, p.hit), query0 = std::max(query0, p.query);
+    d.prefix_hit_tokens = std::max(d.prefix_hit_tokens, p.hit);
+    d.prefix_query_tokens = std::max(d.prefix_query_tokens, p.query);
+  }
+  if (w >= 0) {
+    d.prefix_hit_tokens -= hit0;
+    d.prefix_query_tokens -= query0;
+    auto before = [w](const auto& x) { return x.ts < w; };
+    const size_t n0 = d.steps.size();
+    d.steps.erase(std::remove_if(d.steps.begin(), d.steps.end(), before), d.steps.end());
+    d.warmup_steps = int64_t(n0 - d.steps.size());
+    d.kv.erase(std::remove_if(d.kv.begin(), d.kv.end(), before), d.kv.end());
+    d.queues.erase(std::remove_if(d.queues.begin(), d.queues.end(), before), d.queues.end());
+    d.preemption_times.erase(std::remove_if(d.preemption_times.begin(), d.preemption_times.end(),
+                                            [w](double t) { return t < w; }),
+                             d.preemption_times.end());
+    for (auto it = reqs.begin(); it != reqs.end();) {
+      if (it->second.arrival >= 0 && it->second.arrival < w) {
+        it = reqs.erase(it);
+        ++d.warmup_requests;
+      } else {
+        ++it;
+      }
+    }
+  }
+
   double lo = d.steps.empty() ? 0 : d.steps.front().ts, hi = 0;
   for (const StepRecord& s : d.steps) hi = std::max(hi, s.end());
   for (auto& [id, r] : reqs) {
@@ -164,13 +198,13 @@ TraceData parse_trace(std::string_view text) {
   return d;
 }
 
-TraceData load_trace(const std::string& path) {
+TraceData load_trace(const std::string& path, bool include_warmup) {
   std::ifstream f(path, std::ios::binary);
   NV_CHECK(f.good(), "cannot open trace file '", path, "'");
   std::ostringstream os;
   os << f.rdbuf();
   try {
-    return parse_trace(os.str());
+    return parse_trace(os.str(), include_warmup);
   } catch (const Error& e) {
     NV_THROW("trace file '", path, "': ", e.what());
   }

@@ -55,11 +55,16 @@ struct TraceData {
   std::vector<RequestRecord> requests;  // ordered by id
   bool truncated = false;               // the array was not terminated (process killed)
   double t_begin = 0, t_end = 0;        // first arrival or step start .. last event
+  // Left out: what came before a "warmup_end" marker (bench's warm-up request), unless
+  // parse_trace was asked to keep it. -1: no marker in the file.
+  double warmup_end = -1;
+  int64_t warmup_steps = 0, warmup_requests = 0;
 };
 
 // Parses a trace; throws nanovllm::Error with a clear message for files that are not JSON
 // trace event arrays or hold no nanovllm events. An unterminated array is repaired.
-TraceData parse_trace(std::string_view text);
-TraceData load_trace(const std::string& path);
+// include_warmup: keep the steps and requests before a "warmup_end" marker.
+TraceData parse_trace(std::string_view text, bool include_warmup = false);
+TraceData load_trace(const std::string& path, bool include_warmup = false);
 
 }  // namespace nanovllm::trace

@@ -41,6 +41,8 @@ Distribution Distribution::of(const std::vector<double>& v) {
 
 TraceSummary summarize(const TraceData& d) {
   TraceSummary s;
+  s.warmup_steps = d.warmup_steps;
+  s.warmup_requests = d.warmup_requests;
   int64_t seq_sum = 0;
   for (const StepRecord& st : d.steps) {
     s.steps++;
@@ -116,7 +118,9 @@ nlohmann::json to_json(const TraceSummary& s) {
   };
   nlohmann::json split;
   for (int i = 0; i < 5; ++i) split[kSplitNames[i]] = s.split_share[i];
-  return {{"requests", s.requests},
+  return {{"warmup_steps_left_out", s.warmup_steps},
+          {"warmup_requests_left_out", s.warmup_requests},
+          {"requests", s.requests},
           {"unfinished_requests", s.unfinished_requests},
           {"finish_reasons", s.finish_reasons},
           {"steps", s.steps},

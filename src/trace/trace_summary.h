@@ -40,6 +40,7 @@ struct TraceSummary {
   double split_share[5] =
       {};  // fraction of busy time: schedule, prepare, forward, sample, postprocess
   double tracer_overhead_pct = -1;  // tracer's own time / step time; -1 if unknown (cut short)
+  int64_t warmup_steps = 0, warmup_requests = 0;  // left out (before the warmup_end marker)
 };
 
 TraceSummary summarize(const TraceData& d);

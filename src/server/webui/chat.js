@@ -207,6 +207,7 @@ const chat = (() => {
       msg.tool_calls = msg.tool_calls.filter(Boolean);
       controller = null;
       updateNode(msg);
+      $('messages').scrollTop = $('messages').scrollHeight;
       syncButtons();
     }
   }

@@ -273,6 +273,83 @@ def case_xss(b, srv):
     shot(b, "chat-markdown")
 
 
+def case_request_fields(b, srv):
+    """The settings reach the request: system prompt, sampling fields, schema, tools, thinking."""
+    b.eval("document.getElementById('tab-chat').click()")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    tools = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}]
+    b.eval(f"""(() => {{ const v = (id, x) => document.getElementById(id).value = x;
+        v('system-prompt', 'Be brief.'); v('p-temperature', '0.5'); v('p-top_p', '0.9'); v('p-top_k', '20');
+        v('p-min_p', '0.05'); v('p-max_tokens', '8'); v('p-seed', '3'); v('p-format', 'json_schema');
+        document.getElementById('p-format').dispatchEvent(new Event('change'));
+        v('p-schema', {json.dumps(json.dumps(schema))}); v('p-tools', {json.dumps(json.dumps(tools))});
+        document.getElementById('p-thinking').checked = false; }})()""")
+    U.check(b.eval("document.getElementById('p-schema').hidden") is False, "schema box hidden")
+    start = len(b.events)
+    b.call("Fetch.enable", {"patterns": [{"urlPattern": "*/v1/chat/completions*"}]})
+    try:
+        send_chat(b, "what time is it")
+        p = b.wait_event("Fetch.requestPaused", start=start, timeout=30)
+        body = json.loads(p["request"]["postData"])
+        b.call("Fetch.fulfillRequest", {"requestId": p["requestId"], "responseCode": 200, "responseHeaders": [
+            {"name": "Content-Type", "value": "text/event-stream"}], "body": base64.b64encode(sse_body([
+                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                                                     "function": {"name": "get_time", "arguments": ""}}]}}]},
+                {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]).encode()).decode()})
+        b.wait_for(f"{last_assistant(b)}.dataset.state === 'done'", what="the tool-call reply")
+    finally:
+        b.call("Fetch.disable")
+    want = {"temperature": 0.5, "top_p": 0.9, "top_k": 20, "min_p": 0.05, "max_tokens": 8, "seed": 3, "stream": True,
+            "model": "tiny", "tools": tools, "chat_template_kwargs": {"enable_thinking": False},
+            "response_format": {"type": "json_schema", "json_schema": {"name": "schema", "schema": schema}}}
+    for k, v in want.items():
+        U.check(body.get(k) == v, f"request field {k}: {body.get(k)!r}, want {v!r}")
+    U.check(body["messages"][0] == {"role": "system", "content": "Be brief."} and
+            body["messages"][-1] == {"role": "user", "content": "what time is it"}, f"messages {body['messages']}")
+    U.check("get_time" in b.eval(f"{last_assistant(b)}.querySelector('.tool-call').textContent"), "tool call not shown")
+    # Back to plain settings for the next cases.
+    b.eval("""(() => { for (const id of ['system-prompt', 'p-top_p', 'p-top_k', 'p-min_p', 'p-schema', 'p-tools'])
+        document.getElementById(id).value = ''; document.getElementById('p-format').value = 'text';
+        document.getElementById('p-thinking').checked = true; document.getElementById('p-temperature').value = '3'; })()""")
+
+
+def case_export_import_regenerate(b, srv):
+    # Export: catch the download's Blob (and its link's file name) instead of saving a file.
+    exported = b.eval("""(async () => { let blob = null, name = null; const mk = URL.createObjectURL;
+        const click = HTMLAnchorElement.prototype.click;
+        URL.createObjectURL = (x) => { blob = x; return mk(x); };
+        HTMLAnchorElement.prototype.click = function () { name = this.download; };
+        try { document.getElementById('chat-export').click(); }
+        finally { URL.createObjectURL = mk; HTMLAnchorElement.prototype.click = click; }
+        return name.endsWith('.json') ? await blob.text() : 'bad file name ' + name; })()""")
+    data = json.loads(exported)
+    n = b.eval("document.querySelectorAll('#messages .msg').length")
+    U.check(data["format"] == "nanovllm-chat" and len(data["messages"]) == n, f"export: {exported[:300]}")
+    U.check(any(m.get("tool_calls") for m in data["messages"]), "export lost the tool call")
+    b.eval("document.getElementById('chat-new').click()")
+    U.check(b.eval("document.querySelectorAll('#messages .msg').length") == 0, "New chat did not clear")
+    crafted = {"messages": [{"role": "user", "content": "<img src=x onerror=window.__xss=9>"},
+                            {"role": "assistant", "content": "old answer", "reasoning_content": "<b>r</b>"}],
+               "system": "imported system", "settings": {"max_tokens": "6"}}
+    b.eval(f"chat.importChat({json.dumps(json.dumps(crafted))})")
+    U.check(b.eval("document.querySelectorAll('#messages .msg').length") == 2, "import")
+    U.check(b.eval("document.getElementById('system-prompt').value") == "imported system", "import: system prompt")
+    U.check(b.eval("document.querySelectorAll('#messages img').length") == 0, "imported markup became elements")
+    U.check(b.eval("(() => { try { chat.importChat('{\"messages\": [{\"role\": \"root\"}]}'); return false; }"
+                   " catch (e) { return true; } })()"), "a bad role was imported")
+    b.eval("document.getElementById('chat-regen').click()")
+    b.wait_for(f"{last_assistant(b)}.dataset.state === 'done' && "
+               f"!{last_assistant(b)}.textContent.includes('old answer')", timeout=60, what="the regenerated answer")
+    U.check(b.eval("document.querySelectorAll('#messages .msg').length") == 2, "regenerate kept both answers")
+    U.check(b.eval("window.__xss === undefined"), "imported markup ran")
+    # The export read back in: the same conversation again (settings included).
+    b.eval(f"chat.importChat({json.dumps(exported)})")
+    U.check(b.eval("document.querySelectorAll('#messages .msg').length") == n, "export -> import round trip")
+    U.check(b.eval("document.getElementById('p-temperature').value") == "3", "settings not imported")
+    U.check(not b.problems(), f"console / log problems: {b.problems()}")
+
+
 def case_phone_and_dark(b, srv):
     for tab in ("chat", "completions", "dashboard"):
         b.call("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
@@ -359,6 +436,8 @@ def main():
                              ("dashboard numbers equal /metrics", case_dashboard),
                              ("stats stream holds no request content", case_stats_content),
                              ("completions tab: token ids and logprobs", case_completions),
+                             ("settings reach the request; tool calls shown", case_request_fields),
+                             ("export, import, regenerate", case_export_import_regenerate),
                              ("phone width and dark mode", case_phone_and_dark),
                              ("crafted reply renders as text, runs nothing", case_xss),
                              ("SIGTERM with the dashboard open", case_shutdown_with_dashboard)]:

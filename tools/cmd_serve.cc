@@ -50,6 +50,7 @@ int run_serve(int argc, char** argv) {
   app.add_option("--preprocess-threads", opt.preprocess_threads,
                  "requests rendered / tokenized at once (off the engine thread)")
       ->capture_default_str();
+  app.add_flag("!--no-webui", opt.webui, "do not serve the web page (chat, completions, dashboard) on GET /");
   // Tests only (hidden): the engine fails after N steps / each step takes at least MS, so that
   // failure and disconnect paths can be exercised deterministically.
   app.add_option("--test-engine-fault-after-steps", opt.test_fault_after_steps)->group("");

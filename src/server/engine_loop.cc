@@ -165,12 +165,20 @@ void Channel::on_event(CompletionEvent&& e) {
   const size_t n = d.token_ids.size();
   if (n > 0) {
     if (!got_first_) {
-      metrics_->ttft.observe(std::chrono::duration<double>(now - arrival_).count());
+      const double ttft = std::chrono::duration<double>(now - arrival_).count();
+      metrics_->ttft.observe(ttft);
+      metrics_->ttft_recent.observe(ttft, now);
       got_first_ = true;
-      for (size_t i = 1; i < n; ++i) metrics_->itl.observe(0.0);  // tokens after the first of this delta
+      for (size_t i = 1; i < n; ++i) {  // tokens after the first of this delta
+        metrics_->itl.observe(0.0);
+        metrics_->itl_recent.observe(0.0, now);
+      }
     } else {
       const double per = std::chrono::duration<double>(now - last_token_).count() / double(n);
-      for (size_t i = 0; i < n; ++i) metrics_->itl.observe(per);
+      for (size_t i = 0; i < n; ++i) {
+        metrics_->itl.observe(per);
+        metrics_->itl_recent.observe(per, now);
+      }
     }
     last_token_ = now;
     metrics_->add_generation_tokens(int64_t(n));

@@ -54,6 +54,8 @@ struct ResponsePlan {
   int n = 1;                 // choices (SamplingParams::n)
   ChoiceOptions choice;      // chat: reasoning / tool-call parsing
   std::string echo_text;     // completions with echo: the prompt text
+  bool return_token_ids = false;     // completions: token_ids per choice, prompt_token_ids once
+  std::vector<int> prompt_token_ids;  // (only kept when return_token_ids)
   std::string prompt_param;  // "prompt" or "messages": named by prompt errors
 
   ChoiceOptions choice_options(int index) const {
@@ -157,6 +159,10 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
       choices.push_back(chat_choice(i, co.message(), co.finish_reason(c.last.finish_reason), lp));
     } else {
       choices.push_back(completion_choice(i, plan.echo_text + c.text, c.last.finish_reason, lp));
+      if (plan.return_token_ids) {
+        choices.back()["token_ids"] = c.ids;
+        choices.back()["prompt_token_ids"] = plan.prompt_token_ids;
+      }
     }
   }
   res.status = 200;
@@ -176,6 +182,7 @@ struct StreamState {
     bool started = false;               // role chunk (chat) / echo (completions) sent
     bool finished = false;
     size_t lp_offset = 0;
+    bool sent_prompt_ids = false;  // return_token_ids: prompt_token_ids ride on the first chunk
   };
   std::vector<Choice> choices;
   int num_finished = 0;
@@ -217,8 +224,14 @@ struct StreamState {
         out += sse_event(chat_chunk(m, delta, "", lp, i));
         lp = nullptr;  // the step's logprobs ride on its first chunk
       }
-    } else if (!d.text.empty() || !lp.is_null()) {
-      out += sse_event(completion_chunk(m, d.text, "", lp, i));
+    } else if (!d.text.empty() || !lp.is_null() || (plan.return_token_ids && !d.token_ids.empty())) {
+      json chunk = completion_chunk(m, d.text, "", lp, i);
+      if (plan.return_token_ids) {
+        chunk["choices"][0]["token_ids"] = d.token_ids;  // this chunk's tokens
+        if (!c.sent_prompt_ids) chunk["choices"][0]["prompt_token_ids"] = plan.prompt_token_ids;
+        c.sent_prompt_ids = true;
+      }
+      out += sse_event(chunk);
     }
     if (!d.finished) return out;
     c.finished = true;
@@ -352,6 +365,10 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
       if (!slot.held()) throw ClientGone{};
       prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
       if (g.echo) plan.echo_text = prompt_text(g, prepared, ctx.tokenizer);
+      if (g.return_token_ids) {
+        plan.return_token_ids = true;
+        plan.prompt_token_ids = prepared.prompt_ids;
+      }
       if (plan.choice.reasoning) plan.choice.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
       prepare_constraint(ctx, g);
     }

@@ -30,11 +30,14 @@ struct ServerContext {
   std::string model_name;                // served model name
   std::string model_path;                // --model (also accepted as a model name)
   int max_model_len = 0;
+  bool webui = true;                     // GET / serves the web page (--no-webui: 404)
+  nlohmann::json engine_config = nlohmann::json::object();  // the stats stream's "config"
   size_t max_body_bytes = 8u << 20;
   size_t max_json_depth = 128;
   std::chrono::milliseconds prep_timeout{60000};  // longest wait for a tokenizer slot
   std::atomic<bool> stopping{false};
   std::atomic<int> active_requests{0};  // generation requests in flight (the drain waits for them)
+  std::atomic<int> stats_streams{0};    // open /v1/stats/stream responses (end within 100 ms of stopping)
 };
 
 // Writes `e` as the response (status, JSON error object, Retry-After for 503).
@@ -48,6 +51,16 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
 // POST /v1/completions (chat = false) and /v1/chat/completions (chat = true); `body` is the
 // request body, already read within the size limit.
 void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat);
+
+// GET /: the web page (webui.cc).
+void handle_webui(httplib::Response& res);
+
+// The HTTP front end's state (connections, engine liveness) for /metrics and the stats stream.
+FrontendSnapshot frontend_snapshot(const GuardedServer& svr, const ServerContext& ctx);
+
+// GET /v1/stats/stream: the dashboard's server-sent events (stats_stream.cc).
+void handle_stats_stream(ServerContext& ctx, const GuardedServer& svr, const httplib::Request& req,
+                         httplib::Response& res);
 
 // POST /tokenize and /detokenize (vLLM's request and response shapes), tokenize_handler.cc.
 void handle_tokenize(ServerContext& ctx, const std::string& body, httplib::Response& res);

@@ -82,6 +82,26 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   ctx.model_path = llm.config().model;
   ctx.model_name = opt.served_model_name.empty() ? ctx.model_path : opt.served_model_name;
   ctx.max_model_len = llm.config().max_model_len;
+  ctx.webui = opt.webui;
+  {
+    const Config& c = llm.config();
+    const EngineStats st = llm.stats();
+    ctx.engine_config = json{{"model", ctx.model_name},
+                             {"max_model_len", c.max_model_len},
+                             {"max_num_seqs", c.max_num_seqs},
+                             {"max_num_batched_tokens", c.max_num_batched_tokens},
+                             {"kvcache_block_size", c.kvcache_block_size},
+                             {"num_kvcache_blocks", st.num_blocks_total},
+                             {"kv_cache_dtype", c.kv_cache_dtype},
+                             {"quantization", c.quantization},
+                             {"device", c.device},
+                             {"policy", c.policy},
+                             {"enable_prefix_caching", c.enable_prefix_caching},
+                             {"tensor_parallel_size", c.tensor_parallel_size},
+                             {"executor", st.executor},
+                             {"num_threads", st.num_threads},
+                             {"reasoning", ctx.reasoning}};
+  }
   ctx.max_body_bytes = opt.max_body_bytes;
   ctx.max_json_depth = opt.max_json_depth;
   ctx.prep_timeout = to_ms(opt.request_timeout_s);
@@ -144,7 +164,10 @@ int run_server(LLM& llm, const ServerOptions& opt) {
       std::fprintf(stderr, "nanovllm: aborting %d request(s) still in flight\n", ctx.active_requests.load());
     loop.stop();  // aborts the rest: streams end with finish_reason "abort" and [DONE]
     const auto flush_deadline = Clock::now() + 2s;  // for those last chunks to be written
-    while (ctx.active_requests.load() > 0 && Clock::now() < flush_deadline) exit_on_second(wait_for_signal(20));
+    // (stats streams see ctx.stopping and end their bodies within 100 ms: a dashboard gets a
+    // complete response rather than a cut one)
+    while ((ctx.active_requests.load() > 0 || ctx.stats_streams.load() > 0) && Clock::now() < flush_deadline)
+      exit_on_second(wait_for_signal(20));
     svr.close_all();
     while (!listen_returned.load()) exit_on_second(wait_for_signal(50));
   });

@@ -1,6 +1,7 @@
 // `nanovllm serve`: an OpenAI-compatible HTTP server (cpp-httplib) over one LLM.
 // Endpoints: POST /v1/completions, POST /v1/chat/completions (JSON or server-sent events),
-// GET /v1/models, GET /health, GET /metrics (Prometheus text).
+// GET /v1/models, GET /health, GET /metrics (Prometheus text), GET /v1/stats/stream (the
+// dashboard's server-sent events), GET / (the web page, unless --no-webui).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,7 @@ struct ServerOptions {
   double keep_alive_timeout_s = 5;    // --keep-alive-timeout: idle connections close
   double shutdown_timeout_s = 5;      // --shutdown-timeout: SIGTERM drain before aborting
   int preprocess_threads = 4;         // --preprocess-threads: concurrent render + tokenize
+  bool webui = true;                  // --no-webui: GET / answers 404 instead of the web page
   int64_t test_fault_after_steps = -1;  // tests only: the engine fails after N steps
   int test_step_delay_ms = 0;           // tests only: each engine step takes at least this
 };

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +45,40 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   out += name + "_count " + std::to_string(n_) + "\n";
 }
 
+void RecentSamples::prune(Clock::time_point now) const {
+  while (!q_.empty() && (q_.size() > cap_ || now - q_.front().first > window_)) q_.pop_front();
+}
+
+void RecentSamples::observe(double v, Clock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  q_.emplace_back(now, v);
+  if (q_.size() > cap_) q_.pop_front();
+}
+
+RecentSamples::Summary RecentSamples::summary(Clock::time_point now) const {
+  std::vector<double> v;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    prune(now);
+    v.reserve(q_.size());
+    for (auto& [t, x] : q_) v.push_back(x);
+  }
+  Summary s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  // Nearest rank: the smallest sample with at least p of them at or below it.
+  auto pct = [&v](double p) {
+    size_t k = size_t(std::ceil(p * double(v.size())));
+    k = k == 0 ? 0 : k - 1;
+    std::nth_element(v.begin(), v.begin() + long(k), v.end());
+    return v[k];
+  };
+  s.p50 = pct(0.50);
+  s.p90 = pct(0.90);
+  s.p99 = pct(0.99);
+  return s;
+}
+
 static std::vector<double> latency_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75,
           1.0,   2.5,    5.0,   7.5,  10.0,  20.0, 40.0,  80.0, 160.0};
@@ -53,7 +88,16 @@ ServerMetrics::ServerMetrics()
     : ttft(latency_buckets()),
       itl(latency_buckets()),
       e2e(latency_buckets()),
-      batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {}
+      batch_size({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}),
+      // Five minutes; ITL has a sample per token, so the cap bounds memory at high throughput
+      // (then the window is the newest 65536 tokens).
+      ttft_recent(std::chrono::seconds(300), 65536),
+      itl_recent(std::chrono::seconds(300), 65536) {}
+
+ServerMetrics::Counters ServerMetrics::counters() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return Counters{http_, finished_, prompt_tokens_, generation_tokens_};
+}
 
 void ServerMetrics::count_http(int status) {
   std::lock_guard<std::mutex> lk(mu_);

@@ -2,7 +2,9 @@
 // histograms are updated from HTTP handler threads and the engine thread (internally locked);
 // engine gauges come from an EngineStats snapshot taken by the engine thread.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -27,6 +29,28 @@ class Histogram {
   std::vector<uint64_t> counts_;  // per bucket (not cumulative); last = +Inf
   double sum_ = 0;
   uint64_t n_ = 0;
+};
+
+// The samples of the last `window` (at most `cap` of them, the newest kept): the dashboard's
+// percentiles over recent minutes, which cumulative histograms cannot give.
+class RecentSamples {
+ public:
+  using Clock = std::chrono::steady_clock;
+  RecentSamples(std::chrono::seconds window, size_t cap) : window_(window), cap_(cap) {}
+  void observe(double v, Clock::time_point now = Clock::now());
+  struct Summary {
+    uint64_t n = 0;  // samples in the window
+    double p50 = 0, p90 = 0, p99 = 0;
+  };
+  Summary summary(Clock::time_point now = Clock::now()) const;
+  std::chrono::seconds window() const { return window_; }
+
+ private:
+  void prune(Clock::time_point now) const;
+  mutable std::mutex mu_;
+  mutable std::deque<std::pair<Clock::time_point, double>> q_;
+  std::chrono::seconds window_;
+  size_t cap_;
 };
 
 // What the engine thread publishes after each step (copied under a lock).
@@ -56,8 +80,19 @@ class ServerMetrics {
   Histogram itl;         // seconds between consecutive generated tokens of a request
   Histogram e2e;         // seconds from HTTP arrival to the last token
   Histogram batch_size;  // sequences per engine step
+  RecentSamples ttft_recent;  // the same samples as ttft / itl, last minutes only
+  RecentSamples itl_recent;
 
   std::string render(const EngineSnapshot& s, const FrontendSnapshot& f = {}) const;
+
+  // The counters behind render(), copied under the lock (the stats stream reads them).
+  struct Counters {
+    std::map<int, uint64_t> http;
+    std::map<std::string, uint64_t> finished;
+    int64_t prompt_tokens = 0;
+    int64_t generation_tokens = 0;
+  };
+  Counters counters() const;
 
  private:
   mutable std::mutex mu_;

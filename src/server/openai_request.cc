@@ -259,6 +259,7 @@ GenerationRequest parse_completion_request(const std::string& body, size_t max_j
     }
   }
   parse_echo_suffix(b, r);
+  r.return_token_ids = get_bool(b, "return_token_ids", false);
   parse_constraints(b, body, max_json_depth, r);
   validate_params(r);
   return r;

@@ -25,6 +25,7 @@ struct GenerationRequest {
   bool include_usage = false;   // stream_options.include_usage
   bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
   bool echo = false;            // completions: the prompt text precedes the output
+  bool return_token_ids = false;  // completions: choices carry token_ids (+ prompt_token_ids), vLLM's field
   bool parse_tool_calls = false;  // chat with tools (tool_choice not "none"): output -> tool_calls
   std::string constraint_param;   // the field params.structured_outputs came from (errors name it)
 };

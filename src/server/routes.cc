@@ -108,13 +108,17 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
   svr.Get("/metrics", [&ctx, &svr](const httplib::Request&, httplib::Response& res) {
-    FrontendSnapshot f;
-    f.connections = svr.registry().size();
-    f.connections_evicted = svr.registry().evicted();
-    f.connections_refused = svr.registry().refused();
-    f.engine_dead = ctx.loop->dead();
-    res.set_content(ctx.metrics->render(ctx.loop->snapshot(), f), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(ctx.metrics->render(ctx.loop->snapshot(), frontend_snapshot(svr, ctx)),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
+  // Under /v1/: the API key applies (the page sends it like any client).
+  svr.Get("/v1/stats/stream", [&ctx, &svr](const httplib::Request& req, httplib::Response& res) {
+    handle_stats_stream(ctx, svr, req, res);
+  });
+  if (ctx.webui) {
+    // The page itself is open (it holds no data) and asks for the API key when /v1/ answers 401.
+    svr.Get("/", [](const httplib::Request&, httplib::Response& res) { handle_webui(res); });
+  }
 
   // Before routing (and before httplib reads any body): the body's framing, then the API key
   // on the OpenAI routes (vLLM does the same: /health and /metrics stay open).

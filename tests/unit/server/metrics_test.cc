@@ -116,5 +116,28 @@ TEST(PromNumber, Formats) {
   EXPECT_EQ(prom_number(INFINITY), "+Inf");
 }
 
+// The dashboard's percentiles: nearest rank over the samples of the window, the oldest dropped
+// by age and by the cap.
+TEST(RecentSamples, PercentilesWindowAndCap) {
+  using namespace std::chrono_literals;
+  const auto t0 = RecentSamples::Clock::now();
+  RecentSamples r(60s, 1000);
+  EXPECT_EQ(r.summary(t0).n, 0u);
+  for (int i = 1; i <= 100; ++i) r.observe(double(i), t0);
+  RecentSamples::Summary s = r.summary(t0);
+  EXPECT_EQ(s.n, 100u);
+  EXPECT_EQ(s.p50, 50.0);
+  EXPECT_EQ(s.p90, 90.0);
+  EXPECT_EQ(s.p99, 99.0);
+  r.observe(1000.0, t0 + 30s);
+  EXPECT_EQ(r.summary(t0 + 61s).n, 1u);  // the first hundred are older than the window
+  EXPECT_EQ(r.summary(t0 + 61s).p50, 1000.0);
+  RecentSamples capped(60s, 10);
+  for (int i = 1; i <= 25; ++i) capped.observe(double(i), t0);
+  s = capped.summary(t0);
+  EXPECT_EQ(s.n, 10u);  // the newest ten: 16..25
+  EXPECT_EQ(s.p50, 20.0);
+}
+
 }  // namespace
 }  // namespace nanovllm::server

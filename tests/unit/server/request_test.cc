@@ -74,6 +74,13 @@ TEST(CompletionRequest, Logprobs) {
   EXPECT_EQ(error_of([] { parse_completion_request(R"({"prompt":"x","logprobs":21})"); }).param, "logprobs");
 }
 
+TEST(CompletionRequest, ReturnTokenIds) {
+  EXPECT_FALSE(parse_completion_request(R"({"prompt":"x"})").return_token_ids);
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","return_token_ids":true})").return_token_ids);
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"prompt":"x","return_token_ids":1})"); }).param,
+            "return_token_ids");
+}
+
 TEST(CompletionRequest, RejectsBadInput) {
   struct Case {
     const char* body;

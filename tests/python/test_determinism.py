@@ -155,7 +155,7 @@ def test_http(model, baseline):
         with urllib.request.urlopen(url + "/v1/models", timeout=10) as r:
             name = json.loads(r.read())["data"][0]["id"]
         for (prompt, params), want in zip(TARGETS, baseline):
-            body = dict(model=name, prompt=prompt, **params)
+            body = dict(model=name, prompt=prompt, return_token_ids=True, **params)
             req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=120) as r:
@@ -165,8 +165,9 @@ def test_http(model, baseline):
             want_lp = [lp["logprob"] for lp in want["logprobs"]]
             # JSON carries the f32 values in decimal: equal after rounding back to f32.
             assert np.array_equal(np.float32(got_lp), np.float32(want_lp))
-            # The route returns text, not ids: the same text and, step by step, the same
+            # The same ids (vLLM's return_token_ids), the same text and, step by step, the same
             # candidates' logprobs (top_logprobs: token string -> logprob).
+            assert choice["token_ids"] == want["token_ids"]
             assert choice["text"] == want["text"]
             for got_top, want_step in zip(choice["logprobs"]["top_logprobs"], want["logprobs"]):
                 assert sorted(np.float32(list(got_top.values()))) == sorted(np.float32([t["logprob"] for t in want_step["top"]]))

@@ -50,6 +50,7 @@ struct ResponsePlan {
   ResponseMeta meta;
   bool stream = false;
   bool include_usage = false;
+  bool continuous_usage = false;  // with include_usage: usage (so far) on every chunk
   bool logprobs = false;
   int n = 1;                 // choices (SamplingParams::n)
   ChoiceOptions choice;      // chat: reasoning / tool-call parsing
@@ -183,6 +184,7 @@ struct StreamState {
     bool finished = false;
     size_t lp_offset = 0;
     bool sent_prompt_ids = false;  // return_token_ids: prompt_token_ids ride on the first chunk
+    int generated = 0;             // this choice's tokens so far (continuous usage)
   };
   std::vector<Choice> choices;
   int num_finished = 0;
@@ -203,6 +205,17 @@ struct StreamState {
     const int i = choice_index(d, plan.n);
     Choice& c = choices[size_t(i)];
     if (c.finished) return out;
+    c.generated = d.num_generated_tokens;
+    prompt_tokens = d.num_prompt_tokens;
+    // A content or finish chunk; with continuous usage it carries the usage so far (all choices).
+    auto sse_event = [&](json chunk) {
+      if (plan.continuous_usage) {
+        int gen = 0;
+        for (const Choice& x : choices) gen += x.generated;
+        chunk["usage"] = usage_json(prompt_tokens, gen);
+      }
+      return server::sse_event(chunk);
+    };
     if (!c.started) {
       c.started = true;
       if (m.chat) out += sse_event(chat_chunk(m, json{{"role", "assistant"}, {"content", ""}}, "", nullptr, i));
@@ -239,7 +252,7 @@ struct StreamState {
     prompt_tokens = d.num_prompt_tokens;
     completion_tokens += d.num_generated_tokens;
     if (d.finish_reason == "error") {
-      out += sse_event(error_json(engine_error(d, plan)));
+      out += server::sse_event(error_json(engine_error(d, plan)));
       finished = true;
       return out + sse_done();
     }
@@ -247,7 +260,7 @@ struct StreamState {
                             : completion_chunk(m, "", d.finish_reason, nullptr, i));
     if (num_finished < plan.n) return out;
     finished = true;
-    if (plan.include_usage) out += sse_event(usage_chunk(m, usage_json(prompt_tokens, completion_tokens)));
+    if (plan.include_usage) out += server::sse_event(usage_chunk(m, usage_json(prompt_tokens, completion_tokens)));
     return out + sse_done();
   }
 };
@@ -351,6 +364,7 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     plan.meta.chat = chat;
     plan.stream = g.stream;
     plan.include_usage = g.include_usage;
+    plan.continuous_usage = g.include_usage && g.continuous_usage;
     plan.logprobs = g.logprobs;
     plan.n = g.params.n;
     plan.prompt_param = chat ? "messages" : "prompt";

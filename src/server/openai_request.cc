@@ -157,6 +157,7 @@ void parse_common(const json& b, GenerationRequest& r) {
     if (!so->is_object()) throw type_error("stream_options", "an object");
     if (!r.stream) throw bad_request("'stream_options' is only allowed with stream = true", "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
+    r.continuous_usage = get_bool(*so, "continuous_usage_stats", false);
   }
 }
 

@@ -23,6 +23,8 @@ struct GenerationRequest {
   bool max_tokens_set = false;  // chat without max_tokens: the rest of the context window
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage
+  // stream_options.continuous_usage_stats (vLLM; with include_usage): usage on every chunk
+  bool continuous_usage = false;
   bool logprobs = false;        // the response carries logprobs (params.logprobs = top-N)
   bool echo = false;            // completions: the prompt text precedes the output
   bool return_token_ids = false;  // completions: choices carry token_ids (+ prompt_token_ids), vLLM's field

@@ -150,6 +150,16 @@ def case_chat(srv):
     check(text == msg["content"], f"streamed {text!r} != {msg['content']!r}")
     check(finish_reasons(events) == [full["choices"][0]["finish_reason"]], "finish reasons differ")
     check(events[-1]["usage"] == full["usage"], f"usage {events[-1]} vs {full['usage']}")
+    # vLLM's continuous_usage_stats: every chunk carries the usage so far, counting up to the
+    # final usage chunk's.
+    st, cev, done, _ = srv.stream("/v1/chat/completions", dict(body, stream=True, stream_options={
+        "include_usage": True, "continuous_usage_stats": True}))
+    check(st == 200 and done, f"continuous usage stream status {st}")
+    counts = [e["usage"]["completion_tokens"] for e in cev]
+    check(all("usage" in e for e in cev), f"a chunk without usage: {[e for e in cev if 'usage' not in e][:1]}")
+    check(counts == sorted(counts) and cev[-1]["usage"] == full["usage"], f"usage counts {counts}")
+    check(all(e["usage"]["total_tokens"] == e["usage"]["prompt_tokens"] + e["usage"]["completion_tokens"]
+              for e in cev), "total_tokens")
     u = full["usage"]
     if full["choices"][0]["finish_reason"] == "length":
         check(u["completion_tokens"] == 10, f"usage {u}")

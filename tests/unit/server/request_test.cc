@@ -40,8 +40,14 @@ TEST(CompletionRequest, TextPromptAndSampling) {
   EXPECT_EQ(r.params.min_tokens, 2);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.continuous_usage);
   EXPECT_FALSE(r.logprobs);
   EXPECT_EQ(r.params.logprobs, -1);
+  auto c = parse_completion_request(R"({"prompt":"hi","stream":true,
+      "stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+  EXPECT_TRUE(c.continuous_usage);
+  EXPECT_THROW(parse_completion_request(R"({"prompt":"hi","stream":true,
+      "stream_options":{"continuous_usage_stats":"yes"}})"), std::exception);
 }
 
 TEST(CompletionRequest, DefaultsFollowOpenAI) {

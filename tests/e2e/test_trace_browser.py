@@ -14,19 +14,10 @@ import sys
 import zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
+from cdp_util import FLAGS, chromium_path  # noqa: E402
 from server_util import SKIP, check, make_tmpdir, nanovllm_bin  # noqa: E402
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                  "--force-device-scale-factor=1", "--enable-logging=stderr", "--v=0"]
-
-
-def chromium_path():
-    for name in ("chromium", "chromium-browser"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return None
+CHROMIUM_FLAGS = FLAGS + ["--enable-logging=stderr", "--v=0"]
 
 
 def decode_png(data):

@@ -107,25 +107,18 @@ __global__ void add_rms_norm_kernel(T* x, T* residual, const W* w, int64_t H, fl
   }
 }
 
-// ---- SiLU and mul ----------------------------------------------------------------------
-template <class T, int V>
-__global__ void silu_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) {
-  const int64_t per_row = I / V, n = T_ * per_row;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = e / per_row, i = (e % per_row) * V;
-    float g[V], u[V];
-    load_f<T, V>(gu + t * 2 * I + i, g);
-    load_f<T, V>(gu + t * 2 * I + I + i, u);
-#pragma unroll
-    for (int k = 0; k < V; ++k) g[k] = g[k] / (1.f + __expf(-g[k])) * u[k];
-    store_f<T, V>(out + t * I + i, g);
+// ---- gated activation: act(gate) * up --------------------------------------------------
+struct SiluAct {
+  __device__ float operator()(float x) const { return x / (1.f + __expf(-x)); }
+};
+struct GeluTanhAct {  // gelu_pytorch_tanh (Gemma), f32 math
+  __device__ float operator()(float x) const {
+    return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
-}
+};
 
-// gelu_pytorch_tanh(g) * u (Gemma), f32 math.
-template <class T, int V>
-__global__ void gelu_tanh_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) {
+template <class T, int V, class Act>
+__global__ void act_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_t I) {
   const int64_t per_row = I / V, n = T_ * per_row;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -134,10 +127,7 @@ __global__ void gelu_tanh_and_mul_kernel(const T* gu, T* out, int64_t T_, int64_
     load_f<T, V>(gu + t * 2 * I + i, g);
     load_f<T, V>(gu + t * 2 * I + I + i, u);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const float x = g[k];
-      g[k] = 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))) * u[k];
-    }
+    for (int k = 0; k < V; ++k) g[k] = Act()(g[k]) * u[k];
     store_f<T, V>(out + t * I + i, g);
   }
 }
@@ -248,34 +238,31 @@ void launch_add_rms_norm(void* x, void* residual, const void* w, DType w_dt, DTy
   CUDA_CHECK_LAUNCH();
 }
 
-void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
-                         cudaStream_t s) {
+namespace {
+template <class Act>
+void launch_act_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I, cudaStream_t s) {
   if (T == 0 || I == 0) return;
   NV_CUDA_DISPATCH_ACT(act, TA, {
     const TA* g = static_cast<const TA*>(gate_up);
     TA* o = static_cast<TA*>(out);
     constexpr int V = 16 / sizeof(TA);
     if (can_vec(V, I, {{g, sizeof(TA)}, {o, sizeof(TA)}}))
-      silu_and_mul_kernel<TA, V><<<grid1d(T * I / V, 256), 256, 0, s>>>(g, o, T, I);
+      act_and_mul_kernel<TA, V, Act><<<grid1d(T * I / V, 256), 256, 0, s>>>(g, o, T, I);
     else
-      silu_and_mul_kernel<TA, 1><<<grid1d(T * I, 256), 256, 0, s>>>(g, o, T, I);
+      act_and_mul_kernel<TA, 1, Act><<<grid1d(T * I, 256), 256, 0, s>>>(g, o, T, I);
   });
   CUDA_CHECK_LAUNCH();
+}
+}  // namespace
+
+void launch_silu_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
+                         cudaStream_t s) {
+  launch_act_and_mul<SiluAct>(gate_up, out, act, T, I, s);
 }
 
 void launch_gelu_tanh_and_mul(const void* gate_up, void* out, DType act, int64_t T, int64_t I,
                               cudaStream_t s) {
-  if (T == 0 || I == 0) return;
-  NV_CUDA_DISPATCH_ACT(act, TA, {
-    const TA* g = static_cast<const TA*>(gate_up);
-    TA* o = static_cast<TA*>(out);
-    constexpr int V = 16 / sizeof(TA);
-    if (can_vec(V, I, {{g, sizeof(TA)}, {o, sizeof(TA)}}))
-      gelu_tanh_and_mul_kernel<TA, V><<<grid1d(T * I / V, 256), 256, 0, s>>>(g, o, T, I);
-    else
-      gelu_tanh_and_mul_kernel<TA, 1><<<grid1d(T * I, 256), 256, 0, s>>>(g, o, T, I);
-  });
-  CUDA_CHECK_LAUNCH();
+  launch_act_and_mul<GeluTanhAct>(gate_up, out, act, T, I, s);
 }
 
 void launch_store_kv(const void* qkv, DType act, const int32_t* slots, int64_t T, void* k_cache,

@@ -108,5 +108,17 @@ const api = (() => {
     }
   }
 
-  return {request, events, errorText, askKey, key, setKey};
+  // Reads optional number inputs into `out`: num(elementId, key, integer) skips an empty field
+  // and throws Error with a message for the user on a bad one.
+  function numberReader(out) {
+    return (id, k, int) => {
+      const v = document.getElementById(id).value.trim();
+      if (v === '') return;
+      const x = Number(v);
+      if (!Number.isFinite(x) || (int && !Number.isInteger(x))) throw new Error(`${k} must be ${int ? 'an integer' : 'a number'}`);
+      out[k] = x;
+    };
+  }
+
+  return {request, events, errorText, askKey, key, setKey, numberReader};
 })();

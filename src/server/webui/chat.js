@@ -94,13 +94,7 @@ const chat = (() => {
   // Sampling fields from the settings; throws Error with a message for the user.
   function requestFields() {
     const out = {};
-    const num = (id, key, int) => {
-      const v = $(id).value.trim();
-      if (v === '') return;
-      const x = Number(v);
-      if (!Number.isFinite(x) || (int && !Number.isInteger(x))) throw new Error(`${key} must be ${int ? 'an integer' : 'a number'}`);
-      out[key] = x;
-    };
+    const num = api.numberReader(out);
     num('p-temperature', 'temperature');
     num('p-top_p', 'top_p');
     num('p-top_k', 'top_k', true);

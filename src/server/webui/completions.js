@@ -51,13 +51,7 @@ const completions = (() => {
 
   function fields() {
     const out = {};
-    const num = (id, key, int) => {
-      const v = $(id).value.trim();
-      if (v === '') return;
-      const x = Number(v);
-      if (!Number.isFinite(x) || (int && !Number.isInteger(x))) throw new Error(`${key} must be ${int ? 'an integer' : 'a number'}`);
-      out[key] = x;
-    };
+    const num = api.numberReader(out);
     num('c-max_tokens', 'max_tokens', true);
     num('c-temperature', 'temperature');
     num('c-seed', 'seed', true);

@@ -16,10 +16,8 @@ namespace {
 
 using testing::byte_vocab;
 using testing::full_match;
+using testing::schema;
 
-std::shared_ptr<const CompiledGrammar> schema(const std::string& text, JsonSchemaOptions opt = {}) {
-  return compile(json_schema_grammar(parse_json_schema(text), opt), byte_vocab());
-}
 
 std::string digits(int n, char first = '1') { return std::string(1, first) + std::string(n - 1, '2'); }
 

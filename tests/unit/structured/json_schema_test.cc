@@ -11,10 +11,8 @@ namespace {
 
 using testing::byte_vocab;
 using testing::full_match;
+using testing::schema;
 
-std::shared_ptr<const CompiledGrammar> schema(const std::string& text, JsonSchemaOptions opt = {}) {
-  return compile(json_schema_grammar(parse_json_schema(text), opt), byte_vocab());
-}
 
 void expect_language(const std::string& s, const std::vector<std::string>& yes, const std::vector<std::string>& no) {
   auto g = schema(s);

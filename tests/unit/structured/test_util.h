@@ -12,6 +12,7 @@
 
 #include "structured/compiled_grammar.h"
 #include "structured/constraints.h"
+#include "structured/json_schema.h"
 #include "structured/matcher.h"
 #include "structured/random_sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +28,11 @@ inline std::shared_ptr<const TokenIndex> byte_vocab(const std::vector<std::strin
   bytes.push_back("");
   return std::make_shared<const TokenIndex>(bytes, std::vector<int32_t>{eos}, std::vector<int32_t>{},
                                             static_cast<int32_t>(bytes.size()) + 5);  // + padding ids
+}
+
+// A JSON schema's grammar over byte_vocab().
+inline std::shared_ptr<const CompiledGrammar> schema(const std::string& text, JsonSchemaOptions opt = {}) {
+  return compile(json_schema_grammar(parse_json_schema(text), opt), byte_vocab());
 }
 
 // Whole-text membership: the grammar accepts `text` and may end after it.

@@ -33,6 +33,10 @@ WeightStore WeightStore::open_dir(const std::string& model_dir) {
   s.dir_ = model_dir;
   fs::path dir(model_dir);
   std::error_code ec;
+  if (is_gguf_model(model_dir)) {
+    s.gguf_ = GgufCheckpoint::open(model_dir);
+    return s;
+  }
   if (!fs::is_directory(dir, ec)) NV_THROW("model directory '", model_dir, "' does not exist");
 
   fs::path index = dir / "model.safetensors.index.json";
@@ -87,9 +91,12 @@ WeightStore WeightStore::open_dir(const std::string& model_dir) {
   return s;
 }
 
-bool WeightStore::has(const std::string& name) const { return by_name_.count(name) > 0; }
+bool WeightStore::has(const std::string& name) const {
+  return gguf_ ? gguf_->tensors().count(name) > 0 : by_name_.count(name) > 0;
+}
 
 Tensor WeightStore::get(const std::string& name) const {
+  if (gguf_) return gguf_->get(name);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) NV_THROW("missing tensor '", name, "' in ", dir_);
   return it->second->get(name);
@@ -111,6 +118,11 @@ Tensor WeightStore::take(const std::string& name, const Shape& expected) const {
 
 std::vector<std::string> WeightStore::unused() const {
   std::vector<std::string> v;
+  if (gguf_) {
+    for (const auto& [n, r] : gguf_->tensors())
+      if (!taken_.count(n)) v.push_back(n);
+    return v;
+  }
   for (const auto& [n, f] : by_name_)
     if (!taken_.count(n)) v.push_back(n);
   return v;
@@ -118,6 +130,10 @@ std::vector<std::string> WeightStore::unused() const {
 
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> v;
+  if (gguf_) {
+    for (const auto& [n, r] : gguf_->tensors()) v.push_back(n);
+    return v;
+  }
   v.reserve(by_name_.size());
   for (const auto& [n, f] : by_name_) v.push_back(n);
   return v;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loader/gguf_checkpoint.h"
 #include "loader/safetensors.h"
 
 namespace nanovllm {
@@ -16,6 +17,8 @@ namespace nanovllm {
 // model.safetensors.index.json (weight_map), or every *.safetensors file.
 class WeightStore {
  public:
+  // A directory of safetensors, or a GGUF model (a *.gguf file, its split set, or a directory
+  // holding one): gguf_checkpoint.h maps its tensors to HF names.
   static WeightStore open_dir(const std::string& model_dir);
   bool has(const std::string& name) const;
   Tensor get(const std::string& name) const;  // throws "missing tensor 'x' in <dir>"
@@ -29,10 +32,12 @@ class WeightStore {
   // tensors"), e.g. an o_proj.bias the model would silently run without.
   std::vector<std::string> unused() const;
   const std::string& dir() const { return dir_; }
+  const GgufCheckpoint* gguf() const { return gguf_.get(); }  // null for safetensors
 
  private:
   std::string dir_;
   std::map<std::string, std::shared_ptr<SafetensorsFile>> by_name_;
+  std::shared_ptr<GgufCheckpoint> gguf_;
   mutable std::set<std::string> taken_;
 };
 

@@ -4,6 +4,8 @@
 // error naming the field and value rather than a silently wrong model.
 #include "models/model_config.h"
 
+#include "loader/gguf_checkpoint.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -192,6 +194,10 @@ ModelConfig ModelConfig::from_dir(const std::string& model_dir) {
   namespace fs = std::filesystem;
   fs::path dir(model_dir);
   std::error_code ec;
+  if (is_gguf_model(model_dir)) {  // GGUF: its metadata, read as the equivalent config.json
+    auto g = GgufCheckpoint::open(model_dir);
+    return from_json_text(g->hf_config_json(), g->path());
+  }
   if (!fs::is_directory(dir, ec)) NV_THROW("model directory '", model_dir, "' does not exist");
   fs::path cfg = dir / "config.json";
   if (!fs::exists(cfg, ec)) NV_THROW("no config.json in model directory '", model_dir, "'");

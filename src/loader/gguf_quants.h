@@ -1,0 +1,48 @@
+// ggml tensor types as stored in GGUF files: the block geometry of each, and exact
+// dequantization to f32 (the same float operations, in the same order, as ggml's reference
+// dequantize_row_* functions, so the results are bit-identical to llama.cpp's CPU reference).
+//
+// A row of n elements (n a multiple of the block size) is n / block_size blocks of
+// type_size bytes, back to back. Block layouts (QK_K = 256 for the K-quants):
+//   Q4_0  32 x 4b, f16 d:            x = d (q - 8)
+//   Q4_1  32 x 4b, f16 d, f16 m:     x = d q + m
+//   Q5_0  32 x 5b (high bits in a u32), f16 d:  x = d (q - 16)
+//   Q5_1  as Q5_0 with f16 m:        x = d q + m
+//   Q8_0  32 x i8, f16 d:            x = d q
+//   Q2_K  16 sub-blocks of 16, 4-bit scale and min each, f16 d and dmin
+//   Q3_K  16 sub-blocks of 16, 3-bit q (2 low + 1 high bit), 6-bit signed scales, f16 d
+//   Q4_K  8 sub-blocks of 32, 6-bit scale and min each (12 bytes), f16 d and dmin
+//   Q5_K  as Q4_K with a fifth bit per weight
+//   Q6_K  16 sub-blocks of 16, 6-bit q (4 low + 2 high bits), i8 scales, f16 d
+//   IQ4_NL 32 x 4b indices into a fixed non-linear table, f16 d
+//   IQ4_XS 8 sub-blocks of 32 with 6-bit scales, IQ4_NL's table, f16 d
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace nanovllm {
+
+enum class GgmlType : uint32_t {
+  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
+  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
+  IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
+  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+};
+
+struct GgmlTypeInfo {
+  const char* name;    // "Q4_K", or nullptr for ids that are not ggml types
+  int block_size;      // elements per block
+  int type_size;       // bytes per block
+  bool dequantizable;  // dequantize_row() supports it
+};
+// Geometry of a ggml type id; name == nullptr for unknown ids (never throws).
+GgmlTypeInfo ggml_type_info(uint32_t type);
+std::string ggml_type_name(uint32_t type);  // "Q4_K", or "type 99" for unknown ids
+
+// Dequantizes one row of n elements (n % block_size == 0) of a supported type from src
+// (n / block_size * type_size bytes) into out[n].
+void dequantize_row(GgmlType type, const uint8_t* src, float* out, int64_t n);
+
+}  // namespace nanovllm

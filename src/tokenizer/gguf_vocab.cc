@@ -61,7 +61,7 @@ const PreSpec kPreSpecs[] = {
     {{"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral"}, {kLlama3Regex}, false, false, true, true, true},
     {{"dbrx", "smaug-bpe"}, {kLlama3Regex}, false, false, false, false, true},
     {{"qwen2", "deepseek-r1-qwen"}, {kQwen2Regex}, false, true, false, false, false},
-    {{"qwen35"}, {kQwen35Regex}, false, true, false, false, false},
+    {{"qwen35"}, {kQwen35Regex}, false, false, false, false, false},
     {{"gpt-2", "gpt2", "phi-2"}, {}, true, false, false, false, true},
     {{"mpt"}, {}, true, true, false, false, true},  // GPT-NeoX's tokenizer: NFC first
     {{"starcoder", "refact", "codeshell"}, {R"(\p{N})"}, true, false, false, false, true},
@@ -69,6 +69,11 @@ const PreSpec kPreSpecs[] = {
     {{"deepseek-coder"},
      {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", R"([一-龥ࠀ-一가-퟿]+)", R"(\p{N})"},
      false, false, false, false, false},
+    // Falcon: runs of punctuation (Unicode's and ASCII's), GPT-2 words, digits in threes.
+    {{"falcon"},
+     {R"([\p{P}$+<=>^~|`]+)", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
+      R"([0-9][0-9][0-9])"},
+     false, false, false, false, true},
     {{"tekken"}, {kTekkenRegex}, false, false, true, true, false},
     {{"gpt-4o", "llama4"}, {kGpt4oRegex}, false, false, false, false, false},
 };

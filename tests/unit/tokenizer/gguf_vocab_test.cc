@@ -106,37 +106,37 @@ TEST(GgufVocab, ByteLevelConfig) {
 
 // Every supported pre-tokenizer name builds a working tokenizer.
 TEST(GgufVocab, PreTokenizerNames) {
-  for (const char* pre : {"",
-                          "default",
-                          "llama-bpe",
-                          "llama3",
-                          "llama-v3",
-                          "falcon3",
-                          "pixtral",
-                          "dbrx",
-                          "smaug-bpe",
-                          "qwen2",
-                          "deepseek-r1-qwen",
-                          "qwen35",
-                          "gpt-2",
-                          "gpt2",
-                          "phi-2",
-                          "mpt",
-                          "starcoder",
-                          "refact",
-                          "codeshell",
-                          "smollm",
-                          "command-r",
-                          "deepseek-coder",
-                          "tekken",
-                          "gpt-4o",
-                          "llama4"}) {
+  // clang-format off
+  const char* names[] = {"", "default", "llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral", "dbrx",
+                         "smaug-bpe", "qwen2", "deepseek-r1-qwen", "qwen35", "gpt-2", "gpt2", "phi-2", "mpt",
+                         "starcoder", "refact", "codeshell", "smollm", "command-r", "deepseek-coder", "falcon",
+                         "tekken", "gpt-4o", "llama4"};
+  // clang-format on
+  for (const char* pre : names) {
     GgufVocab v = tiny_gpt2();
     v.pre = pre;
     auto t = Tokenizer::from_gguf_vocab(v, "tiny.gguf");
     EXPECT_EQ(t->encode("abc abc", false), V({4, 5, 4})) << pre;
     EXPECT_EQ(t->decode({4, 5, 4}), "abc abc") << pre;
   }
+}
+
+// The pre-tokenizers differ on digit runs: Llama-3 splits them in threes, Qwen2 and StarCoder
+// into single digits, GPT-2 keeps them whole (then BPE merges), Falcon cuts threes from the left.
+TEST(GgufVocab, PreTokenizerDigits) {
+  GgufVocab v;
+  v.model = "gpt2";
+  v.tokens = {"1", "2", "3", "12", "123", "123123"};
+  v.merges = {"1 2", "12 3", "123 123"};
+  auto enc = [&](const char* pre, const char* text) {
+    v.pre = pre;
+    return Tokenizer::from_gguf_vocab(v, "digits.gguf")->encode(text, false);
+  };
+  EXPECT_EQ(enc("llama-bpe", "1231231"), V({4, 4, 0}));
+  EXPECT_EQ(enc("qwen2", "1231231"), V({0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_EQ(enc("starcoder", "1231231"), V({0, 1, 2, 0, 1, 2, 0}));
+  EXPECT_EQ(enc("gpt-2", "1231231"), V({5, 0}));
+  EXPECT_EQ(enc("falcon", "1231231"), V({4, 4, 0}));
 }
 
 // SentencePiece merges the pair whose result has the highest score, not the leftmost pair.

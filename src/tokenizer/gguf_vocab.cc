@@ -240,8 +240,7 @@ void Builder::stored_merges() {
 // cutting it into two pieces is a merge; merges are ordered by the merged piece's score
 // (highest first), then by its id (lowest first: ties between different pieces), then by
 // the cut (shortest left part first). Control, unknown and byte tokens are never merge parts or
-// results (SentencePiece keeps them out of its piece table). Pieces longer than 1024 bytes are
-// not cut (SentencePiece's pieces are at most 16 characters by default).
+// results (SentencePiece keeps them out of its piece table).
 void Builder::derived_merges() {
   if (v_.scores.empty())
     fail("tokenizer.ggml.model 'llama' needs tokenizer.ggml.scores (or tokenizer.ggml.merges)");
@@ -250,19 +249,41 @@ void Builder::derived_merges() {
     if (v_.token_types.empty()) return !is_special(id) && !is_byte_token(tok_[id]);
     return t != kControl && t != kUnknown && t != kByte;
   };
+  // Cuts are found with polynomial hashes of each piece's prefixes and suffixes (a string
+  // comparison confirms every hit): linear in the vocabulary's bytes plus the merges found, also
+  // for long pieces.
+  constexpr uint64_t kBase = 0x100000001b3ULL;
+  auto key = [](uint64_t h, size_t len) { return h ^ (len * 0x9E3779B97F4A7C15ULL); };
+  std::unordered_map<uint64_t, int> by_hash;
+  size_t max_len = 0;
+  for (int id = 0; id < n(); ++id) {
+    if (!mergeable(id)) continue;
+    uint64_t h = 0;
+    for (unsigned char c : tok_[id]) h = h * kBase + c;
+    by_hash.emplace(key(h, tok_[id].size()), id);
+    max_len = std::max(max_len, tok_[id].size());
+  }
+  auto lookup = [&](std::string_view s, uint64_t h) {
+    auto it = by_hash.find(key(h, s.size()));
+    if (it == by_hash.end()) return -1;
+    if (tok_[it->second] == s) return it->second;
+    int id = find(s);  // another piece with the same hash
+    return id >= 0 && mergeable(id) ? id : -1;
+  };
+  std::vector<uint64_t> pw(max_len + 1, 1), pre(max_len + 1, 0);
+  for (size_t k = 1; k <= max_len; ++k) pw[k] = pw[k - 1] * kBase;
   std::vector<SpMerge> all;
   for (int id = 0; id < n(); ++id) {
     std::string_view t = tok_[id];
-    if (!mergeable(id) || t.size() < 2 || t.size() > 1024) continue;
-    size_t i = 0;
-    utf8::next_cp(t, i);  // first cut after the first character
-    while (i < t.size()) {
-      int l = find(t.substr(0, i));
-      if (l >= 0 && mergeable(l)) {
-        int r = find(t.substr(i));
-        if (r >= 0 && mergeable(r)) all.push_back({v_.scores[id], id, static_cast<int>(i), l, r});
-      }
-      utf8::next_cp(t, i);
+    if (!mergeable(id) || t.size() < 2) continue;
+    for (size_t k = 0; k < t.size(); ++k)
+      pre[k + 1] = pre[k] * kBase + static_cast<unsigned char>(t[k]);
+    for (size_t i = 1; i < t.size(); ++i) {
+      if ((static_cast<unsigned char>(t[i]) & 0xC0) == 0x80) continue;  // inside a character
+      int l = lookup(t.substr(0, i), pre[i]);
+      if (l < 0) continue;
+      int r = lookup(t.substr(i), pre[t.size()] - pre[i] * pw[t.size() - i]);
+      if (r >= 0) all.push_back({v_.scores[id], id, static_cast<int>(i), l, r});
     }
   }
   std::sort(all.begin(), all.end(), [](const SpMerge& a, const SpMerge& b) {

@@ -11,6 +11,7 @@
 #include "tokenizer/added_vocab.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -224,6 +225,18 @@ Tokenizer::~Tokenizer() = default;
 std::unique_ptr<Tokenizer> Tokenizer::from_json(const std::string& json_text, const std::string& config_text) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   load_or_throw(*t->impl_, json_text, config_text, "");
+  return t;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf_vocab(const GgufVocab& vocab, const std::string& where) {
+  TokenizerFiles files = tokenizer_files_from_gguf(vocab, where);
+  nlohmann::json gen = {{"eos_token_id", gguf_eos_token_ids(vocab)}};
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  try {
+    load_or_throw(*t->impl_, files.tokenizer_json, files.tokenizer_config_json, gen.dump());
+  } catch (const Error& e) {  // the generated files are rejected: say which .gguf they came from
+    NV_THROW(where, ": ", e.what());
+  }
   return t;
 }
 

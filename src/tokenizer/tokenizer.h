@@ -13,6 +13,8 @@
 
 namespace nanovllm {
 
+struct GgufVocab;
+
 class Tokenizer {
  public:
   ~Tokenizer();
@@ -20,6 +22,9 @@ class Tokenizer {
   static std::unique_ptr<Tokenizer> from_dir(const std::string& dir);
   static std::unique_ptr<Tokenizer> from_json(const std::string& tokenizer_json_text,
                                               const std::string& tokenizer_config_json_text = "");
+  // The tokenizer stored in a GGUF file's metadata (gguf_vocab.h); `where` (the file name) goes
+  // into error messages. eos_token_ids() are the vocabulary's eos, eot and eom ids.
+  static std::unique_ptr<Tokenizer> from_gguf_vocab(const GgufVocab& vocab, const std::string& where);
 
   // Invalid UTF-8 in `text` is replaced by U+FFFD first (like Python's errors="replace").
   std::vector<int> encode(std::string_view text, bool add_special_tokens = true) const;

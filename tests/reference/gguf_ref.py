@@ -597,7 +597,8 @@ def gguf_chunks(kv, tensors, *, alignment=None, version=3, magic=b"GGUF", n_kv=N
         data = bytes(t.data() if callable(t.data) else t.data)
         if check and len(data) != size:
             raise ValueError(f"{t.name}: {len(data)} bytes, {t.type}{list(t.shape)} needs {size}")
-        yield data + b"\0" * _pad(len(data), alignment)
+        yield data
+        yield b"\0" * _pad(len(data), alignment)
 
 
 def gguf_bytes(kv, tensors, **kw):

@@ -43,9 +43,10 @@ struct Config {
   std::string policy = "prefill-first";  // prefill-first | mixed
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads per rank; 0: cores / tensor_parallel_size
-  // Weights quantized at load (CPU): none | int8 | int4 (| int4-g32 | int4-g64 | int4-g32-zp |
-  // int4-g64-zp); see src/kernels/quantized.h.
-  std::string quantization = "none";
+  // Weights quantized at load (CPU): auto | none | int8 | int4 (| int4-g32 | int4-g64 |
+  // int4-g32-zp | int4-g64-zp); see src/kernels/quantized.h. auto: none for safetensors; for a
+  // GGUF model the scheme its block types map to (engine/model_files.h).
+  std::string quantization = "auto";
   // The LM head: auto (int8 when the layers are int4, else the layers' scheme; docs/perf.md
   // measures the choices) | none | any scheme above.
   std::string lm_head_quantization = "auto";
@@ -68,7 +69,7 @@ inline constexpr std::string_view kDeviceChoices[] = {"auto", "cpu", "cuda"};
 inline constexpr std::string_view kPolicyChoices[] = {"prefill-first", "mixed"};
 // kernels/quantized.h: parse_quant_scheme() takes each of these.
 inline constexpr std::string_view kQuantizationChoices[] = {
-    "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+    "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16"};
@@ -131,8 +132,9 @@ constexpr auto fields_of(const Config*) {
             "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
             "step and request to FILE"),
       choice_field("quantization", &C::quantization, "--quantization",
-                   "weights quantized at load (CPU): none | int8 | int4 (int4-g32, int4-g64, "
-                   "int4-g32-zp, int4-g64-zp)",
+                   "weights quantized at load (CPU): auto (none; a GGUF file: the scheme its "
+                   "block types map to) | none | int8 | int4 (int4-g32, int4-g64, int4-g32-zp, "
+                   "int4-g64-zp)",
                    kQuantizationChoices),
       choice_field("lm_head_quantization", &C::lm_head_quantization, "--lm-head-quantization",
                    "LM head: auto (int8 with int4 layers, else as --quantization) | none | a "

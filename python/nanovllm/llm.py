@@ -59,8 +59,11 @@ class LLM:
                             f"{type(model).__name__}") from None
         if not isinstance(model, str):
             raise TypeError(f"model must be a str path, got {type(model).__name__}")
-        if not os.path.isfile(os.path.join(model, "config.json")):
-            raise FileNotFoundError(f"model directory {model!r} has no config.json")
+        # An HF directory (config.json) or a GGUF model (a .gguf file, or a folder with one).
+        is_gguf = model.endswith(".gguf") or (
+            os.path.isdir(model) and any(n.endswith(".gguf") for n in os.listdir(model)))
+        if not is_gguf and not os.path.isfile(os.path.join(model, "config.json")):
+            raise FileNotFoundError(f"model directory {model!r} has no config.json (and no .gguf file)")
         fields = {k: v for k, v in kwargs.items() if k in Config.fields and k != "model"}
         if "worker_command" not in fields:
             fields["worker_command"] = _worker_command()

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "chat/chat_template.h"
+#include "engine/model_files.h"
 #include "util/json_bounded.h"
 #include "util/progress.h"
 
@@ -17,13 +18,11 @@ namespace fs = std::filesystem;
 LLMEngine::LLMEngine(const Config& config) : config_(config) {
   // Every field checked (errors name it), every string parsed, every `auto` settled.
   ResolvedConfig resolved = resolve(config_);
-  NV_CHECK(fs::exists(fs::path(config_.model) / "config.json"), "model directory '", config_.model,
-           "' has no config.json");
+  check_model_path(config_.model);
   mc_ = ModelConfig::from_dir(config_.model);
   config_.max_model_len = std::min(config_.max_model_len, mc_.max_context_len());
   resolved.spec.max_model_len = config_.max_model_len;
-  if (fs::exists(fs::path(config_.model) / "tokenizer.json"))
-    tokenizer_ = Tokenizer::from_dir(config_.model);
+  tokenizer_ = load_model_tokenizer(config_.model);
 
   // EOS: generation_config.json / tokenizer_config.json (via the tokenizer), then config.json.
   if (tokenizer_) eos_ids_ = tokenizer_->eos_token_ids();

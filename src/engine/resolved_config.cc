@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "engine/model_files.h"
 #include "kernels/backend_factory.h"
 #include "util/check.h"
 
@@ -17,7 +18,11 @@ ResolvedConfig resolve(const Config& config) {
   r.device = c.device == "cuda" || (c.device == "auto" && cuda_available()) ? Device::CUDA
                                                                            : Device::CPU;
   r.policy = parse_schedule_policy(c.policy);
-  r.quantization = parse_quant_scheme(c.quantization);
+  // auto: none, except a GGUF model on the CPU runs its block-quantized weights on the int8 /
+  // int4 kernels (engine/model_files.h says which scheme each ggml type maps to).
+  r.quantization = c.quantization != "auto"    ? parse_quant_scheme(c.quantization)
+                   : r.device == Device::CPU ? gguf_default_quantization(c.model)
+                                             : QuantScheme{};
   // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
@@ -41,6 +46,7 @@ ResolvedConfig resolve(const Config& config) {
 Config ResolvedConfig::settled() const {
   Config c = spec;
   c.device = device_name(device);
+  c.quantization = quantization.str();
   c.lm_head_quantization = lm_head_quantization.str();
   c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
   return c;

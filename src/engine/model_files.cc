@@ -1,0 +1,102 @@
+#include "engine/model_files.h"
+
+#include <filesystem>
+
+#include "loader/gguf_checkpoint.h"
+#include "loader/gguf_quants.h"
+
+#include <map>
+#include "tokenizer/gguf_vocab.h"
+#include "util/check.h"
+
+namespace nanovllm {
+
+namespace fs = std::filesystem;
+
+void check_model_path(const std::string& model) {
+  std::error_code ec;
+  if (is_gguf_model(model)) return;
+  if (fs::is_regular_file(model, ec))
+    NV_THROW("model '", model, "' is a file but not a GGUF model (*.gguf); pass a Hugging Face "
+             "model directory or a .gguf file");
+  if (!fs::is_directory(model, ec)) NV_THROW("model directory '", model, "' does not exist");
+  NV_CHECK(fs::exists(fs::path(model) / "config.json"), "model directory '", model,
+           "' has no config.json (and no .gguf file)");
+}
+
+namespace {
+
+std::optional<int> opt_id(const GgufFile& m, const std::string& key) {
+  if (!m.has(key)) return std::nullopt;
+  return int(m.get_int(key));
+}
+std::optional<bool> opt_bool(const GgufFile& m, const std::string& key) {
+  if (!m.has(key)) return std::nullopt;
+  return m.get_bool(key, false);
+}
+
+GgufVocab gguf_vocab(const GgufFile& m) {
+  GgufVocab v;
+  v.model = m.get_string("tokenizer.ggml.model");
+  v.pre = m.get_string("tokenizer.ggml.pre", "");
+  v.tokens = m.get_string_array("tokenizer.ggml.tokens");
+  if (m.has("tokenizer.ggml.scores"))
+    for (double s : m.get_float_array("tokenizer.ggml.scores")) v.scores.push_back(float(s));
+  if (m.has("tokenizer.ggml.token_type"))
+    for (int64_t t : m.get_int_array("tokenizer.ggml.token_type")) v.token_types.push_back(int32_t(t));
+  if (m.has("tokenizer.ggml.merges")) v.merges = m.get_string_array("tokenizer.ggml.merges");
+  v.bos_id = opt_id(m, "tokenizer.ggml.bos_token_id");
+  v.eos_id = opt_id(m, "tokenizer.ggml.eos_token_id");
+  v.unk_id = opt_id(m, "tokenizer.ggml.unknown_token_id");
+  v.pad_id = opt_id(m, "tokenizer.ggml.padding_token_id");
+  v.eot_id = opt_id(m, "tokenizer.ggml.eot_token_id");
+  v.eom_id = opt_id(m, "tokenizer.ggml.eom_token_id");
+  v.add_bos = opt_bool(m, "tokenizer.ggml.add_bos_token");
+  v.add_eos = opt_bool(m, "tokenizer.ggml.add_eos_token");
+  v.add_space_prefix = opt_bool(m, "tokenizer.ggml.add_space_prefix");
+  v.chat_template = m.get_string("tokenizer.chat_template", "");
+  return v;
+}
+
+}  // namespace
+
+QuantScheme gguf_default_quantization(const std::string& model) {
+  if (!is_gguf_model(model)) return {};
+  auto ck = GgufCheckpoint::open(model);
+  // Parameters per target scheme over the linear weights (2-D, not the embedding).
+  std::map<std::string, int64_t> by_scheme;
+  for (const auto& [name, r] : ck->tensors()) {
+    if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight") continue;
+    const int64_t n = r.expert >= 0 ? r.t->ne[0] * r.t->ne[1] : r.t->numel();
+    std::string s;
+    switch (GgmlType(r.t->type)) {
+      case GgmlType::Q4_0: s = "int4-g32"; break;
+      case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+      case GgmlType::Q2_K: case GgmlType::Q3_K: s = "int4-g32-zp"; break;
+      case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K:
+      case GgmlType::Q8_0: s = "int8"; break;
+      default: s = "none"; break;
+    }
+    by_scheme[s] += n;
+  }
+  std::string best = "none";
+  int64_t most = -1;
+  for (const auto& [s, n] : by_scheme)
+    if (n > most) best = s, most = n;
+  return parse_quant_scheme(best);
+}
+
+std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model) {
+  std::vector<std::string> files = gguf_model_files(model);
+  if (files.empty()) {
+    if (!fs::exists(fs::path(model) / "tokenizer.json")) return nullptr;
+    return Tokenizer::from_dir(model);
+  }
+  const fs::path dir = fs::path(files[0]).parent_path();
+  if (fs::exists(dir / "tokenizer.json")) return Tokenizer::from_dir(dir.string());
+  auto f = GgufFile::open(files[0]);
+  if (!f->has("tokenizer.ggml.model")) return nullptr;
+  return Tokenizer::from_gguf_vocab(gguf_vocab(*f), files[0]);
+}
+
+}  // namespace nanovllm

@@ -1,0 +1,30 @@
+// What a --model path names: a Hugging Face directory (config.json, *.safetensors,
+// tokenizer.json) or a GGUF model (a *.gguf file, its split set, or a directory holding one).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "kernels/quantized.h"
+#include "tokenizer/tokenizer.h"
+
+namespace nanovllm {
+
+// Throws a clear error when `model` is neither an HF directory with config.json nor a GGUF model.
+void check_model_path(const std::string& model);
+
+// The model's tokenizer, or nullptr when it has none. HF directory: its tokenizer.json (+
+// tokenizer_config.json, generation_config.json). GGUF: a tokenizer.json in the file's
+// directory overrides; otherwise the vocabulary, special tokens and chat template stored in
+// the GGUF metadata (tokenizer.ggml.*, tokenizer.chat_template).
+std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
+
+// --quantization auto for `model`: none for safetensors; for a GGUF model, the engine scheme
+// its linear weights' ggml types map to (by the parameter count of each type):
+//   Q4_0                                       -> int4-g32     (a lossless repack: same q, same f16 scale)
+//   Q4_1, Q4_K, IQ4_NL, IQ4_XS, Q2_K, Q3_K     -> int4-g32-zp  (Q4_1 lossless; the others re-fit
+//                                                               per 32-group, see docs/gguf.md)
+//   Q5_0, Q5_1, Q5_K, Q6_K, Q8_0               -> int8         (per row)
+//   F32, F16, BF16                             -> none
+QuantScheme gguf_default_quantization(const std::string& model);
+
+}  // namespace nanovllm

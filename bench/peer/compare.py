@@ -120,7 +120,7 @@ def ensure_llama():
     run(["ninja", "-C", os.path.join(LLAMA, "build")] + TARGETS)
 
 
-def ensure_models(nanovllm, preset, arch="qwen3"):
+def ensure_models(nanovllm, preset, arch="qwen3", extra_types=()):
     name = preset if arch == "qwen3" else f"{arch}-{preset}"
     mdir = os.path.join(CACHE, "models", name)
     if not os.path.exists(os.path.join(mdir, "config.json")):
@@ -137,12 +137,12 @@ def ensure_models(nanovllm, preset, arch="qwen3"):
         run(["/usr/bin/python3", os.path.join(ROOT, "bench", "peer", "hf_to_gguf.py"), mdir, bf16],
             env=env)
     ggufs["bf16"] = bf16
-    for name, q in (("Q8_0", "q8_0"), ("Q4_0", "q4_0")):
-        path = os.path.join(CACHE, "models", f"{name}-{q}.gguf")
+    for t in ("Q8_0", "Q4_0") + tuple(extra_types):
+        path = os.path.join(CACHE, "models", f"{name}-{t.lower()}.gguf")  # per model (was shared)
         if not os.path.exists(path):
-            run([os.path.join(LLAMA_BIN, "llama-quantize"), bf16, path, name],
+            run([os.path.join(LLAMA_BIN, "llama-quantize"), bf16, path, t],
                 stdout=subprocess.DEVNULL)
-        ggufs[name] = path
+        ggufs[t] = path
     return mdir, ggufs
 
 
@@ -225,14 +225,22 @@ def main():
                     help="nanovllm's KV cache (default bf16: 16-bit like llama.cpp's default f16 cache)")
     ap.add_argument("--formats", default="bf16,int8,int4",
                     help="bit widths to run (each against llama.cpp's: bf16, Q8_0, Q4_0)")
+    ap.add_argument("--gguf", action="store_true",
+                    help="both engines read the identical GGUF file per type (issue 29): nanovllm "
+                         "--model FILE.gguf with --quantization auto; --formats are then ggml types "
+                         "(default Q8_0,Q4_K_M)")
     ap.add_argument("--json", help="also write the raw numbers here")
     a = ap.parse_args()
     workloads = a.workloads.split(",")
+    if a.gguf and a.formats == "bf16,int8,int4":
+        a.formats = "Q8_0,Q4_K_M"
     fmts = a.formats.split(",")
     pair = {"bf16": "bf16", "int8": "Q8_0", "int4": "Q4_0"}
+    if a.gguf:
+        pair = {f: f for f in fmts}  # same file on both sides
     if any(f not in pair for f in fmts):
         raise SystemExit(f"--formats: expected some of {', '.join(pair)}")
-    ours_fmts = {f: OURS[f] for f in fmts}
+    ours_fmts = {f: ([] if a.gguf else OURS[f]) for f in fmts}
     peer_fmts = [pair[f] for f in fmts]
     for w in workloads:
         if w not in WORKLOADS:
@@ -240,14 +248,16 @@ def main():
     if not os.path.exists(a.nanovllm):
         raise SystemExit(f"{a.nanovllm} not found: build nanovllm first")
     ensure_llama()
-    mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch)
+    mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch,
+                                [f for f in fmts if a.gguf and f not in ("bf16", "Q8_0", "Q4_0")])
     load0 = uptime()
     t0 = time.time()
     res = {w: {} for w in workloads}  # workload -> engine label -> [tok/s per round]
     for r in range(a.rounds):
         for w in workloads:
             for fmt, flags in ours_fmts.items():
-                res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, mdir, flags, w, a.threads,
+                model = ggufs[fmt] if a.gguf else mdir
+                res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, model, flags, w, a.threads,
                                                                         a.kv_cache_dtype))
             for fmt in peer_fmts:
                 res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads))
@@ -260,6 +270,25 @@ def main():
           f"{a.kv_cache_dtype}, llama.cpp f16 (its default); threads {a.threads}; "
           f"{a.rounds} rounds alternated, medians; load (1/5/15 min) before {' '.join(load0)}, "
           f"after {' '.join(load1)}; {time.time() - t0:.0f} s\n")
+    if a.gguf:  # same file: one ratio per type
+        print("same GGUF file on both sides; nanovllm --quantization auto\n")
+        print("| workload | " + " | ".join(cols) + " | " + " | ".join(f"{f} ratio" for f in fmts) + " |")
+        print("|---" * (len(cols) + len(fmts) + 1) + "|")
+        for w in workloads:
+            m = med[w]
+            print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " +
+                  " | ".join(f"{m[f'nanovllm {f}'] / m[f'llama.cpp {f}']:.2f}x" for f in fmts) + " |")
+    else:
+        print_table(med, workloads, cols)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"arch": a.arch, "preset": a.preset, "threads": a.threads, "rounds": a.rounds,
+                       "gguf": a.gguf, "formats": fmts,
+                       "kv_cache_dtype": a.kv_cache_dtype, "load_before": load0,
+                       "load_after": load1, "runs": res, "medians": med}, f, indent=1)
+
+
+def print_table(med, workloads, cols):
     print("| workload | " + " | ".join(cols) + " | int4 / Q4_0 | int8 / Q8_0 | bf16 / bf16 | best / best |")
     print("|---" * (len(cols) + 5) + "|")
     for w in workloads:
@@ -271,11 +300,6 @@ def main():
         ratios = [ratio("nanovllm int4", "llama.cpp Q4_0"), ratio("nanovllm int8", "llama.cpp Q8_0"),
                   ratio("nanovllm bf16", "llama.cpp bf16"), f"{best_ours / best_peer:.2f}x"]
         print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " + " | ".join(ratios) + " |")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"arch": a.arch, "preset": a.preset, "threads": a.threads, "rounds": a.rounds,
-                       "kv_cache_dtype": a.kv_cache_dtype, "load_before": load0,
-                       "load_after": load1, "runs": res, "medians": med}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -269,7 +269,8 @@ void GgufParser::parse(GgufFile& f, const uint8_t* base, size_t size) {
 std::shared_ptr<GgufFile> GgufFile::parse(const uint8_t* buf, size_t size, const std::string& where) {
   std::shared_ptr<GgufFile> f(new GgufFile());
   f->path_ = where;
-  GgufParser::parse(*f, buf, size);
+  f->owned_.assign(buf, buf + size);
+  GgufParser::parse(*f, f->owned_.data(), f->owned_.size());
   return f;
 }
 

@@ -66,7 +66,7 @@ class GgufFile {
   // dimensions <= 0 or more than 4, sizes that overflow, rows not a multiple of the block size,
   // offsets misaligned or past the end of the file. Nothing is read outside the file.
   static std::shared_ptr<GgufFile> open(const std::string& path);
-  // The same checks over a buffer (tests, the fuzzer); `buf` must outlive the object.
+  // The same checks over a copy of a buffer (tests, the fuzzer).
   static std::shared_ptr<GgufFile> parse(const uint8_t* buf, size_t size, const std::string& where);
   ~GgufFile();
 
@@ -98,6 +98,7 @@ class GgufFile {
   std::string path_;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  std::vector<uint8_t> owned_;  // parse(): the copy the tensors and strings point into
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::map<std::string, GgufValue> kv_;

@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 GEN := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build run test unit asan clean fuzz python
+.PHONY: all deps configure build run test unit asan clean fuzz fuzz-smoke python
 
 all: build
 
@@ -31,6 +31,7 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 1500
 	$(MAKE) asan
+	$(MAKE) fuzz-smoke
 
 # Unit tests under AddressSanitizer + UBSan (CPU only; the std::thread pool, so both pools are tested).
 asan: deps
@@ -41,14 +42,24 @@ asan: deps
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L unit
 
-# libFuzzer targets (clang): build-fuzz/fuzz_{tokenizer,jinja,http_request,json_template,structured}; run
-# one at a time, e.g.
+# libFuzzer targets (clang): tests/fuzz/<name>_fuzz.cc -> $(BUILD)-fuzz/fuzz_<name>, linked with the
+# libraries named on its line in CMakeLists.txt (NANOVLLM_FUZZ_LIBS_<name>; a new fuzzer adds that
+# one line, see tests/fuzz/README.md). Run one at a time, e.g.
 #   TOKENIZER_FUZZ_DIR=../shared/data/tokenizers/qwen3 build-fuzz/fuzz_tokenizer -max_total_time=300
 #   build-fuzz/fuzz_http_request -max_total_time=300 -jobs=1 tests/fuzz/corpus/http_request
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz $(GEN) -DNANOVLLM_FUZZ=ON -DNANOVLLM_CUDA=OFF
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzz_tokenizer fuzz_jinja fuzz_http_request fuzz_json_template \
-	  fuzz_structured
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target fuzzers
+
+# make test's part: builds the fuzzers and runs each for FUZZ_SECONDS (scripts/fuzz-smoke.sh),
+# so they keep compiling with clang. Skipped, with the reason, where there is no clang.
+FUZZ_SECONDS ?= 5
+fuzz-smoke:
+	@if command -v clang++ >/dev/null 2>&1; then \
+	  $(MAKE) fuzz && FUZZ_SECONDS=$(FUZZ_SECONDS) bash scripts/fuzz-smoke.sh $(BUILD)-fuzz; \
+	else \
+	  echo "fuzz-smoke: skipped: no clang++ (make deps installs clang and libclang-rt-dev on Debian)"; \
+	fi
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz build-pip

@@ -9,6 +9,7 @@ APT_PKGS=(
   libxxhash-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev libcli11-dev
   libcpp-httplib-dev libopenblas-dev libdnnl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-dev  # make fuzz: libFuzzer targets, built and run briefly by make test
   libgloo-dev  # tensor parallelism on CPU (src/parallel: gloo collectives, TCP rendezvous store)
   python3 python3-numpy python3-jinja2 python3-jsonschema
   python3-dev python3-pybind11 pybind11-dev python3-pytest python3-tqdm python3-venv python3-pip

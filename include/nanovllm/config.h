@@ -88,7 +88,7 @@ constexpr auto fields_of(const Config*) {
             "max tokens per sequence (clipped to the model)", rule::at_least<1>),
       field("gpu_memory_utilization", &C::gpu_memory_utilization, "--gpu-memory-utilization",
             "CUDA: fraction of the device memory the engine may use",
-            rule::in_half_open<0.f, 1.f>),
+            rule::in_half_open<0, 1>),
       field("tensor_parallel_size", &C::tensor_parallel_size, "--tensor-parallel-size,--tp",
             "tensor-parallel ranks (processes; ranks 1..N-1 started on this machine unless "
             "--dist-init-addr is given)",

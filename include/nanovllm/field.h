@@ -139,7 +139,11 @@ constexpr Field<T, M> env_field(std::string_view name, M T::*member, std::string
 
 // ---- Common rules ---------------------------------------------------------------------------
 
+// Bounds are integers: clang before 18 has no floating-point template arguments (make fuzz
+// builds with clang), so a float field's [0, 1] is in_closed<0, 1> (compared as M(0), M(1)).
 namespace rule {
+template <auto B>
+constexpr bool kIntegerBound = std::is_integral_v<decltype(B)>;
 template <class V>
 std::string got(std::string_view must, const V& v) {
   std::ostringstream os;
@@ -148,6 +152,7 @@ std::string got(std::string_view must, const V& v) {
 }
 template <auto Lo, class M>
 std::string at_least(const M& v) {
+  static_assert(kIntegerBound<Lo>, "integer bounds (see above)");
   if (v >= M(Lo)) return {};
   std::ostringstream os;
   os << ">= " << Lo;
@@ -155,6 +160,7 @@ std::string at_least(const M& v) {
 }
 template <auto Lo, auto Hi, class M>
 std::string in_closed(const M& v) {  // [Lo, Hi]
+  static_assert(kIntegerBound<Lo> && kIntegerBound<Hi>, "integer bounds (see above)");
   if (v >= M(Lo) && v <= M(Hi)) return {};
   std::ostringstream os;
   os << "in [" << Lo << ", " << Hi << "]";
@@ -162,6 +168,7 @@ std::string in_closed(const M& v) {  // [Lo, Hi]
 }
 template <auto Lo, auto Hi, class M>
 std::string in_half_open(const M& v) {  // (Lo, Hi]
+  static_assert(kIntegerBound<Lo> && kIntegerBound<Hi>, "integer bounds (see above)");
   if (v > M(Lo) && v <= M(Hi)) return {};
   std::ostringstream os;
   os << "in (" << Lo << ", " << Hi << "]";

@@ -104,8 +104,8 @@ constexpr auto fields_of(const SamplingParams*) {
             +[](const int& v) {
               return v >= -1 ? std::string() : rule::got("-1 or 0 (disabled) or >= 1", v);
             }),
-      field("top_p", &S::top_p, "--top-p", "nucleus sampling", rule::in_half_open<0.f, 1.f>),
-      field("min_p", &S::min_p, "--min-p", "min-p filtering", rule::in_closed<0.f, 1.f>),
+      field("top_p", &S::top_p, "--top-p", "nucleus sampling", rule::in_half_open<0, 1>),
+      field("min_p", &S::min_p, "--min-p", "min-p filtering", rule::in_closed<0, 1>),
       field("seed", &S::seed, "--seed", "per-request RNG seed (default, or negative: random)"),
       field("min_tokens", &S::min_tokens, "--min-tokens", "min generated tokens before EOS/stop"),
       field("stop", &S::stop, "--stop", "stop string (repeatable)",
@@ -119,10 +119,10 @@ constexpr auto fields_of(const SamplingParams*) {
       field("logprobs", &S::logprobs, "--logprobs", "return the top-N logprobs per token",
             rule::in_closed<-1, 20>),
       field("presence_penalty", &S::presence_penalty, "--presence-penalty",
-            "[-2, 2]: subtracted once from tokens generated so far", rule::in_closed<-2.f, 2.f>),
+            "[-2, 2]: subtracted once from tokens generated so far", rule::in_closed<-2, 2>),
       field("frequency_penalty", &S::frequency_penalty, "--frequency-penalty",
             "[-2, 2]: subtracted per occurrence among tokens generated so far",
-            rule::in_closed<-2.f, 2.f>),
+            rule::in_closed<-2, 2>),
       field("repetition_penalty", &S::repetition_penalty, "--repetition-penalty",
             "> 0: divides positive / multiplies negative logits of prompt and output tokens",
             +[](const float& v) {

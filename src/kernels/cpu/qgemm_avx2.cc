@@ -7,7 +7,16 @@
 
 #include "kernels/cpu/qgemm_kernels.h"
 
+// clang ignores `#pragma GCC target`: there the target attribute goes on every function
+// declared below (templates included), the same ISA on the same functions.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC target("avx2,fma,f16c")
+#endif
 #define NV_QVNNI 0
 #define NV_QENTRY qrows_avx2
 #include "kernels/cpu/qgemm_avx2_body.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

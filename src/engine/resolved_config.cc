@@ -46,7 +46,7 @@ ResolvedConfig resolve(const Config& config) {
 Config ResolvedConfig::settled() const {
   Config c = spec;
   c.device = device_name(device);
-  c.quantization = quantization.str();
+  if (c.quantization == "auto") c.quantization = quantization.str();  // else as given
   c.lm_head_quantization = lm_head_quantization.str();
   c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
   return c;

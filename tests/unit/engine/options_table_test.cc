@@ -200,7 +200,7 @@ struct IsVector : std::false_type {};
 template <class E>
 struct IsVector<std::vector<E>> : std::true_type {};
 template <class>
-constexpr bool kUnhandled = false;
+[[maybe_unused]] constexpr bool kUnhandled = false;  // clang: used only in static_assert
 
 // A value of M other than v (any value: the JSON carries what it is given, unchecked).
 template <class M>

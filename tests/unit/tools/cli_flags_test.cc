@@ -32,7 +32,7 @@ struct IsOptional : std::false_type {};
 template <class E>
 struct IsOptional<std::optional<E>> : std::true_type {};
 template <class>
-constexpr bool kUnhandled = false;
+[[maybe_unused]] constexpr bool kUnhandled = false;  // clang: used only in static_assert
 // The member types a flag can set (engine_flags.cc asserts the same of every row with a flag).
 template <class M>
 constexpr bool kFlagType = std::is_arithmetic_v<M> || std::is_same_v<M, std::string> ||

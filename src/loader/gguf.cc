@@ -306,6 +306,12 @@ const GgufValue* GgufFile::find(const std::string& key) const {
   return it == kv_.end() ? nullptr : &it->second;
 }
 
+const GgufValue& GgufFile::require(const std::string& key) const {
+  const GgufValue* v = find(key);
+  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  return *v;
+}
+
 namespace {
 [[noreturn]] void wrong_type(const std::string& where, const std::string& key, const GgufValue& v,
                              const char* want) {
@@ -327,8 +333,7 @@ double as_float(const std::string& where, const std::string& key, const GgufValu
 }  // namespace
 
 int64_t GgufFile::get_int(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   return as_int(path_, key, *v);
 }
 int64_t GgufFile::get_int(const std::string& key, int64_t dflt) const {
@@ -336,8 +341,7 @@ int64_t GgufFile::get_int(const std::string& key, int64_t dflt) const {
   return v ? as_int(path_, key, *v) : dflt;
 }
 double GgufFile::get_float(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   return as_float(path_, key, *v);
 }
 double GgufFile::get_float(const std::string& key, double dflt) const {
@@ -351,8 +355,7 @@ bool GgufFile::get_bool(const std::string& key, bool dflt) const {
   return v->b;
 }
 std::string GgufFile::get_string(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   if (v->type != GgufValueType::STRING) wrong_type(path_, key, *v, "a string");
   return std::string(v->str);
 }
@@ -360,15 +363,13 @@ std::string GgufFile::get_string(const std::string& key, const std::string& dflt
   return has(key) ? get_string(key) : dflt;
 }
 std::vector<std::string> GgufFile::get_string_array(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   if (v->type != GgufValueType::ARRAY || v->elem_type != GgufValueType::STRING)
     wrong_type(path_, key, *v, "an array of strings");
   return std::vector<std::string>(v->strs.begin(), v->strs.end());
 }
 std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   if (v->type != GgufValueType::ARRAY || !v->raw) wrong_type(path_, key, *v, "an array of integers");
   std::vector<int64_t> out;
   out.reserve(size_t(v->count));
@@ -376,8 +377,7 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key) const {
   return out;
 }
 std::vector<double> GgufFile::get_float_array(const std::string& key) const {
-  const GgufValue* v = find(key);
-  if (!v) NV_THROW("GGUF file '", path_, "' lacks the metadata key '", key, "'");
+  const GgufValue* v = &require(key);
   if (v->type != GgufValueType::ARRAY || !v->raw) wrong_type(path_, key, *v, "an array of numbers");
   std::vector<double> out;
   out.reserve(size_t(v->count));

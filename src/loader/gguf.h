@@ -81,6 +81,7 @@ class GgufFile {
   // or has another type (integer getters accept every integer type whose value fits).
   bool has(const std::string& key) const { return kv_.count(key) > 0; }
   const GgufValue* find(const std::string& key) const;
+  const GgufValue& require(const std::string& key) const;  // throws naming the file and key
   int64_t get_int(const std::string& key) const;
   int64_t get_int(const std::string& key, int64_t dflt) const;
   double get_float(const std::string& key) const;  // integer values are accepted too

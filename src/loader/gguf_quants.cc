@@ -37,6 +37,18 @@ inline void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
   }
 }
 
+// Q4_K / Q5_K: the scales and mins (d * sc, dmin * m) of the sub-block pair (is, is + 1).
+inline void k4_pair(const uint8_t* sc, int is, float d, float dmin, float* d1, float* m1,
+                    float* d2, float* m2) {
+  uint8_t s, m;
+  scale_min_k4(is, sc, &s, &m);
+  *d1 = d * float(s);
+  *m1 = dmin * float(m);
+  scale_min_k4(is + 1, sc, &s, &m);
+  *d2 = d * float(s);
+  *m2 = dmin * float(m);
+}
+
 void deq_q4_0(const uint8_t* b, float* y) {  // 18 bytes: d, qs[16]
   const float d = h2f(b);
   const uint8_t* qs = b + 2;
@@ -140,11 +152,8 @@ void deq_q4_k(const uint8_t* b, float* y) {  // 144 bytes: d, dmin, scales[12], 
   const uint8_t* sc = b + 4;
   const uint8_t* q = b + 16;
   for (int j = 0, is = 0; j < QK_K; j += 64, is += 2) {
-    uint8_t s, m;
-    scale_min_k4(is, sc, &s, &m);
-    const float d1 = d * float(s), m1 = dmin * float(m);
-    scale_min_k4(is + 1, sc, &s, &m);
-    const float d2 = d * float(s), m2 = dmin * float(m);
+    float d1, m1, d2, m2;
+    k4_pair(sc, is, d, dmin, &d1, &m1, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float(q[l] & 0xF) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float(q[l] >> 4) - m2;
     q += 32;
@@ -158,11 +167,8 @@ void deq_q5_k(const uint8_t* b, float* y) {  // 176 bytes: d, dmin, scales[12], 
   const uint8_t* ql = b + 48;
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0, is = 0; j < QK_K; j += 64, is += 2) {
-    uint8_t s, m;
-    scale_min_k4(is, sc, &s, &m);
-    const float d1 = d * float(s), m1 = dmin * float(m);
-    scale_min_k4(is + 1, sc, &s, &m);
-    const float d2 = d * float(s), m2 = dmin * float(m);
+    float d1, m1, d2, m2;
+    k4_pair(sc, is, d, dmin, &d1, &m1, &d2, &m2);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
     ql += 32;

@@ -56,6 +56,15 @@ struct Config {
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
+  // Speculative decoding (src/spec): none | ngram (prompt lookup: drafts copied from the
+  // sequence's own earlier text after a matching n-gram, verified by the target in one step).
+  std::string speculative = "none";
+  int num_speculative_tokens = 4;        // K: the most drafts verified per sequence and step
+  int ngram_min = 1;                     // n-gram lengths tried, longest first
+  int ngram_max = 4;
+  // Speculate only while at most this many sequences decode (more: every sequence decodes one
+  // token; docs/perf.md measures the crossover). 0: the default for the device.
+  int speculative_max_batch = 0;
   // How the backend runs its kernels (threads' spinning, weight copy, kernel paths); defaults
   // from the NANOVLLM_* environment variables (backend_options.h).
   BackendOptions backend = backend_options_from_env();
@@ -73,6 +82,7 @@ inline constexpr std::string_view kQuantizationChoices[] = {
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16"};
+inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram"};
 
 // The field table (nanovllm/field.h), in Python's keyword order (nano-vLLM's fields first).
 // `model` has no flag here: each command adds its own --model.
@@ -131,6 +141,21 @@ constexpr auto fields_of(const Config*) {
       field("trace_path", &C::trace_path, "--trace",
             "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
             "step and request to FILE"),
+      choice_field("speculative", &C::speculative, "--speculative",
+                   "speculative decoding: none | ngram (prompt lookup: drafts from the "
+                   "sequence's own earlier tokens, verified exactly by the model)",
+                   kSpeculativeChoices),
+      field("num_speculative_tokens", &C::num_speculative_tokens, "--num-speculative-tokens",
+            "the most drafted tokens verified per sequence and step (1..16)",
+            rule::in_closed<1, 16>),
+      field("ngram_min", &C::ngram_min, "--ngram-min",
+            "--speculative ngram: shortest n-gram matched (1..16)", rule::in_closed<1, 16>),
+      field("ngram_max", &C::ngram_max, "--ngram-max",
+            "--speculative ngram: longest n-gram matched, tried first (1..16, >= --ngram-min)",
+            rule::in_closed<1, 16>),
+      field("speculative_max_batch", &C::speculative_max_batch, "--speculative-max-batch",
+            "speculate only while at most this many sequences decode (0: the device's default)",
+            +[](const int& v) { return v >= 0 ? std::string() : rule::got(">= 0 (0: default)", v); }),
       choice_field("quantization", &C::quantization, "--quantization",
                    "weights quantized at load (CPU): auto (none; a GGUF file: the scheme its "
                    "block types map to) | none | int8 | int4 (int4-g32, int4-g64, int4-g32-zp, "

@@ -175,32 +175,55 @@ void BlockManager::deallocate(Sequence& seq) {
   seq.block_table.clear();
 }
 
-bool BlockManager::can_append(const Sequence& seq) const {
-  return num_free_blocks() >= (seq.size() % block_size_ == 1 ? 1 : 0);
+int BlockManager::blocks_to_append(const Sequence& seq, int lookahead) const {
+  const int64_t tokens = int64_t(seq.size()) + std::max(lookahead, 0);
+  const int64_t need = (tokens + block_size_ - 1) / block_size_;
+  return int(std::max<int64_t>(0, need - int64_t(seq.block_table.size())));
 }
 
-void BlockManager::may_append(Sequence& seq) {
+void BlockManager::may_append(Sequence& seq, int lookahead) {
   auto& table = seq.block_table;
   NV_CHECK(!table.empty(), "may_append on sequence ", seq.seq_id, " without blocks");
-  Block& last = blocks_[static_cast<size_t>(table.back())];
-  const int rem = seq.size() % block_size_;
-  if (rem == 1) {
-    // The newest token opens a new block; the previous one must be full and registered.
-    NV_CHECK(last.has_hash, "last block of sequence ", seq.seq_id, " is not registered");
-    NV_CHECK_EQ(static_cast<int>(table.size()), seq.num_blocks() - 1);
-    NV_CHECK(!free_block_ids_.empty(), "no free KV block for sequence ", seq.seq_id);
+  NV_CHECK_GE(lookahead, 0);
+  const int more = blocks_to_append(seq, lookahead);
+  NV_CHECK_LE(more, num_free_blocks(), "no free KV block for sequence ", seq.seq_id);
+  for (int i = 0; i < more; ++i) {
     const int id = free_block_ids_.front();
     allocate_block(id);
     table.push_back(id);
-  } else if (rem == 0) {
-    // The newest token fills the last block: make it content-addressable.
-    NV_CHECK(!last.has_hash, "last block of sequence ", seq.seq_id, " is already registered");
+  }
+  // Register the full blocks of the sequence's own tokens that are not yet: the trailing run
+  // of unhashed full blocks (all earlier ones are registered: prefill registers its blocks, and
+  // every decode step registers the blocks its tokens filled). Without speculation that is at
+  // most the block the newest token fills (len % block_size == 0).
+  const int full = seq.size() / block_size_;
+  int first = full;
+  while (first > 0 && !blocks_[static_cast<size_t>(table[static_cast<size_t>(first - 1)])].has_hash)
+    --first;
+  for (int i = first; i < full; ++i) {
+    Block& b = blocks_[static_cast<size_t>(table[static_cast<size_t>(i)])];
     std::optional<uint64_t> prefix;
-    if (table.size() > 1) prefix = blocks_[static_cast<size_t>(table[table.size() - 2])].hash;
-    std::span<const int> tokens = seq.block(seq.num_blocks() - 1);
-    set_hash(last, compute_hash(tokens, prefix), tokens);
-  } else {
-    NV_CHECK(!last.has_hash, "partial block of sequence ", seq.seq_id, " has a hash");
+    if (i > 0) prefix = blocks_[static_cast<size_t>(table[static_cast<size_t>(i - 1)])].hash;
+    std::span<const int> tokens = seq.block(i);
+    set_hash(b, compute_hash(tokens, prefix), tokens);
+  }
+  // A partial last block (the newest token's, or one holding drafts) is never registered.
+  if (seq.size() % block_size_ != 0)
+    NV_CHECK(!blocks_[static_cast<size_t>(table[static_cast<size_t>(full)])].has_hash,
+             "partial block of sequence ", seq.seq_id, " has a hash");
+}
+
+void BlockManager::trim(Sequence& seq) {
+  auto& table = seq.block_table;
+  while (static_cast<int>(table.size()) > seq.num_blocks()) {
+    const int id = table.back();
+    Block& b = blocks_[static_cast<size_t>(id)];
+    // Only drafts ever lived here: no other sequence can share it, and it was never hashed.
+    NV_CHECK(b.ref_count == 1 && !b.has_hash, "trim: block ", id, " of sequence ", seq.seq_id,
+             " is shared or registered");
+    b.ref_count = 0;
+    deallocate_block(id);
+    table.pop_back();
   }
 }
 

@@ -50,9 +50,18 @@ class BlockManager {
   // Hashes and registers every still-unhashed full block lying inside [0, num_tokens).
   void register_computed(Sequence& seq, int num_tokens);
   void deallocate(Sequence& seq);
-  // Decode: a new block is needed iff the last token opens one (len % block_size == 1).
-  bool can_append(const Sequence& seq) const;
-  void may_append(Sequence& seq);
+  // Decode: blocks for the sequence's size() tokens plus `lookahead` drafted tokens (without
+  // drafts: a new block iff the last token opens one, len % block_size == 1). may_append also
+  // registers every full block of the sequence's own tokens not registered yet (the block the
+  // newest token fills; with speculation, every block accepted drafts filled). Blocks beyond
+  // size() tokens hold drafts only: never hashed, freed by trim().
+  int blocks_to_append(const Sequence& seq, int lookahead = 0) const;
+  bool can_append(const Sequence& seq, int lookahead = 0) const {
+    return num_free_blocks() >= blocks_to_append(seq, lookahead);
+  }
+  void may_append(Sequence& seq, int lookahead = 0);
+  // After a verification: frees the blocks beyond those the sequence's size() tokens need.
+  void trim(Sequence& seq);
 
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   int block_size() const { return block_size_; }

@@ -8,6 +8,8 @@ namespace nanovllm {
 void Config::validate() const {
   const std::string p = fields_problem(*this, [](const auto& f) { return f.name; });
   if (!p.empty()) NV_THROW(p);
+  if (ngram_min > ngram_max)
+    NV_THROW("ngram_min (", ngram_min, ") must be <= ngram_max (", ngram_max, ")");
 }
 
 }  // namespace nanovllm

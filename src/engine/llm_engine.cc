@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <random>
 
 #include "chat/chat_template.h"
 #include "engine/model_files.h"
+#include "spec/ngram_proposer.h"
 #include "util/json_bounded.h"
 #include "util/progress.h"
 
@@ -65,6 +67,13 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks,
                                            runner_->backend().num_threads(), runner_->executor());
   if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
+  if (resolved.speculative == SpeculativeMethod::kNgram) {
+    SpecOptions so;
+    so.num_speculative_tokens = config_.num_speculative_tokens;
+    so.max_batch = resolved.speculative_max_batch;
+    spec_ = std::make_unique<SpecDecoder>(
+        so, std::make_unique<NgramProposer>(config_.ngram_min, config_.ngram_max));
+  }
 }
 
 LLMEngine::~LLMEngine() {
@@ -202,6 +211,7 @@ std::vector<RequestOutput> LLMEngine::step() {
   if (!scheduler_->is_finished()) {
     const auto t0 = std::chrono::steady_clock::now();
     if (tracer_) tracer_->step_begin();
+    if (spec_) spec_->propose(scheduler_->running());  // drafts for the sequences that decode
     const SchedulerOutput so = scheduler_->schedule();
     if (!so.empty()) {
       if (tracer_) tracer_->scheduled(so, *scheduler_);
@@ -216,14 +226,29 @@ std::vector<RequestOutput> LLMEngine::step() {
         runner_->backend().synchronize();
         tracer_->mark(StepMark::kForwarded);
       }
-      // One sampling row per sequence that samples, in logits-row order.
+      // One sampling row per sampled logits row, in order: a sequence that samples has one, a
+      // speculating one 1 + k (row i samples the token after its first i drafts, as if they
+      // were generated: same Philox step, penalty history and grammar state as without
+      // speculation, so every accepted token is the token plain decoding would sample).
       SamplingBatch batch;
       std::vector<Completion*> sampled;
+      std::deque<std::vector<TokenCount>> spec_history;                 // row spans view these
+      std::deque<std::vector<std::vector<uint32_t>>> spec_masks;
       for (const ScheduledSeq& ss : so.seqs) {
         if (!ss.sample) continue;
         Completion& c = *ss.seq->owner;
-        batch.rows.push_back(c.sampling.row(c.seq.num_completion_tokens()));
-        if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
+        const int nc = c.seq.num_completion_tokens();
+        if (ss.num_spec_tokens == 0) {
+          batch.rows.push_back(c.sampling.row(nc));
+          if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
+        } else {
+          const std::span<const int> drafts(c.seq.spec_token_ids);
+          if (c.grammar) c.grammar->masks_after(drafts, spec_masks.emplace_back());
+          for (int i = 0; i <= ss.num_spec_tokens; ++i) {
+            batch.rows.push_back(c.sampling.row_after(nc, drafts.first(size_t(i)), spec_history.emplace_back()));
+            if (c.grammar) batch.rows.back().allowed = spec_masks.back()[size_t(i)];
+          }
+        }
         sampled.push_back(&c);
       }
       const SampleResult res = runner_->backend().sample(logits, batch);
@@ -237,6 +262,8 @@ std::vector<RequestOutput> LLMEngine::step() {
       scheduler_->postprocess(so, res.tokens, [&](Sequence& seq, int token, size_t row) {
         return stop_->check(*seq.owner, token, row < res.logprobs.size() ? &res.logprobs[row] : nullptr);
       });
+      if (spec_)
+        for (const ScheduledSeq& ss : so.seqs) spec_->observe(*ss.seq, ss.num_spec_tokens);
       for (Completion* c : sampled) {
         if (c->finished()) finish(*c, c->seq.finish_reason);
         else emit(*c, false);

@@ -22,6 +22,7 @@
 #include "nanovllm/request_output.h"
 #include "nanovllm/sampling_params.h"
 #include "nanovllm/stats.h"
+#include "spec/spec_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace nanovllm {
@@ -90,6 +91,7 @@ class LLMEngine {
   std::shared_ptr<EventQueue> step_outputs_;
   uint64_t next_id_ = 0;
   std::unique_ptr<EngineTracer> tracer_;  // null unless config.trace_path is set
+  std::unique_ptr<SpecDecoder> spec_;     // null unless config.speculative is set
 };
 
 }  // namespace nanovllm

@@ -179,13 +179,16 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
   for (int b = 0; b < hb.num_seqs; ++b) {
     const ScheduledSeq& s = out.seqs[size_t(b)];
     const Sequence& seq = *s.seq;
-    const int start = seq.num_cached_tokens, n = s.num_new_tokens;
-    NV_CHECK(n >= 1 && start + n <= seq.size(), "bad schedule for seq ", seq.seq_id, ": start ",
-             start, " + ", n, " > ", seq.size());
+    // Tokens [start, start + n): the sequence's own, then (speculative decoding) its drafts.
+    const int start = seq.num_cached_tokens, n = s.num_new_tokens, k = s.num_spec_tokens;
+    NV_CHECK(n >= 1 && start + n <= seq.size() + k && k <= int(seq.spec_token_ids.size()),
+             "bad schedule for seq ", seq.seq_id, ": start ", start, " + ", n, " > ", seq.size(),
+             " + ", k, " drafts");
     NV_CHECK(int64_t(seq.block_table.size()) * bs >= start + n, "seq ", seq.seq_id,
              " has too few blocks");
     for (int p = start; p < start + n; ++p) {
-      hb.input_ids.push_back(seq.token_ids[size_t(p)]);
+      hb.input_ids.push_back(p < seq.size() ? seq.token_ids[size_t(p)]
+                                            : seq.spec_token_ids[size_t(p - seq.size())]);
       hb.positions.push_back(p);
       hb.slot_mapping.push_back(seq.block_table[size_t(p / bs)] * bs + p % bs);
     }
@@ -196,7 +199,8 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
     std::copy(seq.block_table.begin(), seq.block_table.end(),
               hb.block_tables.begin() + int64_t(b) * int64_t(max_blocks));
     if (n != 1) hb.decode_only = false;
-    if (s.sample) hb.logits_indices.push_back(hb.cu_seqlens_q.back() - 1);
+    // Every row of a verification is sampled; otherwise the last row of a sampling sequence.
+    for (int r = s.num_sample_rows(); r >= 1; --r) hb.logits_indices.push_back(hb.cu_seqlens_q.back() - r);
   }
   hb.num_tokens = int(hb.input_ids.size());
   return hb;

@@ -22,12 +22,26 @@ RequestSampling::RequestSampling(const SamplingParams& params, uint64_t seed,
   }
 }
 
-void RequestSampling::on_token(int token) {
-  if (!track_history_) return;
-  auto it = std::lower_bound(history_.begin(), history_.end(), token,
+static void count_token(std::vector<TokenCount>& history, int token) {
+  auto it = std::lower_bound(history.begin(), history.end(), token,
                              [](const TokenCount& a, int t) { return a.token < t; });
-  if (it == history_.end() || it->token != token) it = history_.insert(it, TokenCount{token, 0});
+  if (it == history.end() || it->token != token) it = history.insert(it, TokenCount{token, 0});
   it->count++;
+}
+
+void RequestSampling::on_token(int token) {
+  if (track_history_) count_token(history_, token);
+}
+
+SamplingRow RequestSampling::row_after(int num_generated, std::span<const int> drafts,
+                                       std::vector<TokenCount>& history) const {
+  SamplingRow r = row(num_generated + int(drafts.size()));
+  if (track_history_ && !drafts.empty()) {
+    history = history_;
+    for (int t : drafts) count_token(history, t);
+    r.history = history;
+  }
+  return r;
 }
 
 SamplingRow RequestSampling::row(int num_generated) const {

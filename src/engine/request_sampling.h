@@ -22,6 +22,11 @@ class RequestSampling {
   // The row for the step that samples generated token number `num_generated` (0-based); its
   // spans view this object, valid until the next on_token().
   SamplingRow row(int num_generated) const;
+  // Speculative decoding: the row for the token after `drafts` (as if they had been generated:
+  // num_generated + drafts.size() tokens, the penalty history counting them). The history is
+  // built in `history` (only when a penalty is on), which the row's span views.
+  SamplingRow row_after(int num_generated, std::span<const int> drafts,
+                        std::vector<TokenCount>& history) const;
   uint64_t seed() const { return seed_; }
 
  private:

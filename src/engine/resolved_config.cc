@@ -40,6 +40,10 @@ ResolvedConfig resolve(const Config& config) {
   if (r.num_threads <= 0)
     r.num_threads = std::max(1, int(std::thread::hardware_concurrency()) / c.tensor_parallel_size);
   r.dist_timeout = std::chrono::milliseconds(int64_t(double(c.dist_timeout_s) * 1000.0));
+  r.speculative = c.speculative == "ngram" ? SpeculativeMethod::kNgram : SpeculativeMethod::kNone;
+  r.speculative_max_batch = c.speculative_max_batch > 0 ? c.speculative_max_batch
+                            : r.device == Device::CPU   ? kCpuSpeculativeMaxBatch
+                                                        : kCudaSpeculativeMaxBatch;
   return r;
 }
 
@@ -49,6 +53,7 @@ Config ResolvedConfig::settled() const {
   if (c.quantization == "auto") c.quantization = quantization.str();  // else as given
   c.lm_head_quantization = lm_head_quantization.str();
   c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
+  if (c.speculative_max_batch == 0) c.speculative_max_batch = speculative_max_batch;
   return c;
 }
 

@@ -12,6 +12,13 @@
 
 namespace nanovllm {
 
+// speculative_max_batch's defaults (docs/perf.md, "Speculative decoding": the batch size above
+// which verifying drafts stops paying).
+inline constexpr int kCpuSpeculativeMaxBatch = 4;
+inline constexpr int kCudaSpeculativeMaxBatch = 8;
+
+enum class SpeculativeMethod : uint8_t { kNone, kNgram };
+
 struct ResolvedConfig {
   // The Config as given (validated): its numbers are read from here, and ranks > 0 receive it
   // as JSON and resolve it themselves (each machine settles `auto` for itself).
@@ -25,6 +32,9 @@ struct ResolvedConfig {
   // among the tensor-parallel ranks (at least 1).
   int num_threads = 1;
   std::chrono::milliseconds dist_timeout{0};  // dist_timeout_s
+  SpeculativeMethod speculative = SpeculativeMethod::kNone;
+  // speculative_max_batch; 0: the device's default (CPU 4, CUDA 8; docs/perf.md).
+  int speculative_max_batch = 0;
 
   // spec with each `auto` replaced by what it settled to (device, lm_head_quantization,
   // kv_cache_dtype): what LLM::config() reports.

@@ -57,6 +57,7 @@ SchedulerOutput Scheduler::schedule() {
 void Scheduler::preempt(Sequence* seq, SchedulerOutput& out) {
   seq->status = SequenceStatus::WAITING;
   seq->prefilled = false;
+  seq->spec_token_ids.clear();
   block_manager_.deallocate(*seq);
   waiting_.push_front(seq);
   ++out.num_preempted;
@@ -120,7 +121,35 @@ SchedulerOutput Scheduler::schedule_prefill_first() {
   for (auto it = scheduled.rbegin(); it != scheduled.rend(); ++it) running_.push_front(*it);
   for (Sequence* seq : scheduled) out.seqs.push_back({seq, 1, true});
   out.num_decode_tokens = static_cast<int>(scheduled.size());
+  int budget = config_.max_num_batched_tokens - out.num_decode_tokens;
+  schedule_drafts(out, out.seqs.size(), budget);
   return out;
+}
+
+void Scheduler::schedule_drafts(SchedulerOutput& out, size_t num_decode, int& budget) {
+  for (size_t i = 0; i < num_decode; ++i) {
+    ScheduledSeq& ss = out.seqs[i];
+    Sequence* seq = ss.seq;
+    if (seq->spec_token_ids.empty()) continue;
+    // Row i of a verification samples token size() + i: at most max_tokens and max_seq_len in
+    // all (the last row's token included), and only blocks that are free now: a draft never
+    // preempts anything, and the later sequences' own decode tokens were scheduled first.
+    int64_t k = int64_t(seq->spec_token_ids.size());
+    k = std::min<int64_t>(k, int64_t(max_seq_len_) - 1 - seq->size());
+    k = std::min<int64_t>(k, int64_t(seq->params.max_tokens) - seq->num_completion_tokens() - 1);
+    k = std::min<int64_t>(k, budget);
+    const int64_t coverable =
+        (int64_t(seq->block_table.size()) + block_manager_.num_free_blocks()) * config_.block_size -
+        seq->size();
+    k = std::max<int64_t>(0, std::min(k, coverable));
+    seq->spec_token_ids.resize(size_t(k));
+    if (k == 0) continue;
+    block_manager_.may_append(*seq, int(k));
+    ss.num_new_tokens += int(k);
+    ss.num_spec_tokens = int(k);
+    out.num_spec_tokens += int(k);
+    budget -= int(k);
+  }
 }
 
 SchedulerOutput Scheduler::schedule_mixed() {
@@ -157,6 +186,8 @@ SchedulerOutput Scheduler::schedule_mixed() {
     --budget;
     ++i;
   }
+  // 1b) Drafts of those decoding sequences (speculative decoding), before any prefill chunk.
+  schedule_drafts(out, out.seqs.size(), budget);
 
   // 2) Prefill chunks for running sequences that are partly prefilled, in running order.
   auto schedule_chunk = [&](Sequence* seq) {
@@ -213,27 +244,46 @@ void Scheduler::take(Sequence* seq, FinishReason reason) {
 
 std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out, const std::vector<int>& tokens,
                                               const StopCheck& stop) {
-  size_t num_sample = 0;
-  for (const auto& s : out.seqs) num_sample += s.sample ? 1 : 0;
-  NV_CHECK_EQ(tokens.size(), num_sample, "one sampled token per sampling sequence");
+  size_t num_rows = 0;
+  for (const auto& s : out.seqs) num_rows += size_t(s.num_sample_rows());
+  NV_CHECK_EQ(tokens.size(), num_rows, "one sampled token per sampled row");
   std::vector<Sequence*> finished;
   size_t t = 0;
   for (const auto& s : out.seqs) {
     const size_t row = t;
-    const int token = s.sample ? tokens[t++] : -1;
+    t += size_t(s.num_sample_rows());
     Sequence* seq = s.seq;
+    seq->num_spec_accepted = 0;
     // Finished (aborted) between schedule() and postprocess(): its owner keeps it alive.
     if (seq->status != SequenceStatus::RUNNING) continue;
-    seq->num_cached_tokens += s.num_new_tokens;
+    const int k = s.num_spec_tokens;
+    NV_CHECK(k == 0 || (s.sample && int(seq->spec_token_ids.size()) == k), "sequence ", seq->seq_id,
+             ": ", k, " drafts scheduled, ", seq->spec_token_ids.size(), " held");
+    // The drafts' KV counts only once they are accepted.
+    seq->num_cached_tokens += s.num_new_tokens - k;
     NV_CHECK_LE(seq->num_cached_tokens, seq->size(), "sequence ", seq->seq_id);
     if (!s.sample) continue;
-    seq->append_token(token);
     seq->prefilled = true;
-    const FinishReason reason = stop(*seq, token, row);
-    if (reason != FinishReason::kNone) {
-      take(seq, reason);
-      finished.push_back(seq);
+    bool ended = false;
+    for (int i = 0; i <= k; ++i) {
+      const int token = tokens[row + size_t(i)];
+      // Draft i equals the token sampled after its prefix: it is accepted, and the KV the step
+      // computed for it (its row's input) is the KV of this token.
+      const bool accepted = i < k && token == seq->spec_token_ids[size_t(i)];
+      seq->num_spec_accepted += accepted ? 1 : 0;
+      seq->append_token(token);
+      const FinishReason reason = stop(*seq, token, row + size_t(i));
+      if (reason != FinishReason::kNone) {
+        take(seq, reason);
+        finished.push_back(seq);
+        ended = true;
+        break;
+      }
+      if (!accepted) break;
+      ++seq->num_cached_tokens;
     }
+    seq->spec_token_ids.clear();
+    if (!ended && k > 0) block_manager_.trim(*seq);
   }
   return finished;
 }

@@ -42,10 +42,16 @@ using StopCheck = std::function<FinishReason(Sequence& seq, int token, size_t sa
 // This step computes KV/logits for tokens [seq->num_cached_tokens,
 // seq->num_cached_tokens + num_new_tokens); sample == the chunk reaches the end of
 // seq->token_ids, so the step produces one new token for it.
+//
+// Speculative decoding: a decoding sequence may also verify num_spec_tokens drafted tokens
+// (seq->spec_token_ids, not yet in token_ids): num_new_tokens = 1 + num_spec_tokens, and every
+// one of those rows is sampled (row i samples the token after draft i - 1).
 struct ScheduledSeq {
   Sequence* seq = nullptr;
   int num_new_tokens = 0;
   bool sample = false;
+  int num_spec_tokens = 0;
+  int num_sample_rows() const { return sample ? 1 + num_spec_tokens : 0; }
 };
 
 struct SchedulerOutput {
@@ -57,6 +63,7 @@ struct SchedulerOutput {
   int num_prefill_tokens = 0;
   int num_decode_tokens = 0;
   int num_preempted = 0;
+  int num_spec_tokens = 0;  // drafted tokens verified in this step (part of no other count)
   bool empty() const { return seqs.empty(); }
 };
 
@@ -71,10 +78,14 @@ class Scheduler {
   // tokens than max_num_batched_tokens.
   void add(Sequence* seq);
   SchedulerOutput schedule();
-  // tokens: one per ScheduledSeq with sample == true, in order. Appends each token, asks `stop`
-  // whether its sequence finishes, and returns the sequences that finished in this call
-  // (FINISHED, blocks freed, no longer referenced by the scheduler). Sequences finished in
-  // between (finish()) are skipped; their token is consumed.
+  // tokens: one per sampled row (ScheduledSeq::num_sample_rows()), in order. Appends each
+  // sequence's token, asks `stop` whether it finishes, and returns the sequences that finished
+  // in this call (FINISHED, blocks freed, no longer referenced by the scheduler). Sequences
+  // finished in between (finish()) are skipped; their tokens are consumed.
+  // A speculating sequence takes its rows' tokens in order while each equals the draft before
+  // it (the draft is accepted: its KV is valid) and stops after the first that differs (or the
+  // last row): 1 + accepted tokens, each through `stop`. Its blocks past the accepted tokens
+  // are freed (BlockManager::trim); seq->num_spec_accepted says how many drafts were accepted.
   std::vector<Sequence*> postprocess(const SchedulerOutput& out, const std::vector<int>& tokens,
                                      const StopCheck& stop);
   // Finishes a waiting or running sequence now (abort, stop string): frees its blocks and
@@ -98,6 +109,10 @@ class Scheduler {
   SchedulerOutput schedule_prefill_first();
   SchedulerOutput schedule_mixed();
   void preempt(Sequence* seq, SchedulerOutput& out);
+  // Extends the decode entries out.seqs[0, num_decode) by the drafts their sequences carry, as
+  // far as free blocks (never preempting for a draft), the budget, max_tokens and
+  // max_seq_len allow.
+  void schedule_drafts(SchedulerOutput& out, size_t num_decode, int& budget);
   void take(Sequence* seq, FinishReason reason);
 
   SchedulerConfig config_;

@@ -44,6 +44,16 @@ struct Sequence {
   bool prefilled = false;
   Completion* owner = nullptr;  // the engine's completion holding this sequence (null in scheduler tests)
 
+  // Speculative decoding (src/spec). Drafted tokens to verify after the last token in the next
+  // decode step: set by the engine's proposer before schedule(), cut by schedule() to what it
+  // scheduled (ScheduledSeq::num_spec_tokens), cleared by postprocess() and by preemption.
+  // Never part of token_ids: only accepted tokens are.
+  std::vector<int> spec_token_ids;
+  int num_spec_accepted = 0;  // drafts the last verification accepted (set by postprocess)
+  // The proposer's acceptance history (src/spec/spec_decoder.h: decayed counts of accepted
+  // drafts and of verification trials).
+  double spec_accepted = 0, spec_trials = 0;
+
   int size() const { return static_cast<int>(token_ids.size()); }
   int num_completion_tokens() const { return size() - num_prompt_tokens; }
   int num_cached_blocks() const { return num_cached_tokens / block_size; }

@@ -24,7 +24,16 @@ nlohmann::json to_json(const EngineStats& s) {
           {"executor", s.executor},
           {"graph_pool_bytes", s.graph_pool_bytes},
           {"graph_steps", s.graph_steps},
-          {"num_threads", s.num_threads}};
+          {"num_threads", s.num_threads},
+          {"spec_draft_tokens", s.spec_draft_tokens},
+          {"spec_accepted_tokens", s.spec_accepted_tokens},
+          {"spec_verifications", s.spec_verifications},
+          {"spec_acceptance_rate",
+           s.spec_draft_tokens > 0 ? double(s.spec_accepted_tokens) / double(s.spec_draft_tokens) : 0.0},
+          {"spec_mean_accepted_length",
+           s.spec_verifications > 0
+               ? 1.0 + double(s.spec_accepted_tokens) / double(s.spec_verifications)
+               : 0.0}};
 }
 
 nlohmann::json to_json(const RequestOutput& o) {

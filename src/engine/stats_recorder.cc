@@ -26,6 +26,18 @@ void StatsRecorder::finished(FinishReason reason) {
 
 void StatsRecorder::step(const SchedulerOutput& so, double seconds, const Scheduler& scheduler) {
   last_step_ = StepStats{};
+  int accepted = 0, verifications = 0;
+  for (const ScheduledSeq& ss : so.seqs) {
+    if (ss.num_spec_tokens == 0) continue;
+    accepted += ss.seq->num_spec_accepted;
+    ++verifications;
+  }
+  last_step_.num_spec_tokens = so.num_spec_tokens;
+  last_step_.num_accepted_tokens = accepted;
+  stats_.spec_draft_tokens += so.num_spec_tokens;
+  stats_.spec_accepted_tokens += accepted;
+  stats_.spec_verifications += verifications;
+  stats_.decode_tokens += accepted;
   last_step_.num_seqs = int(so.seqs.size());
   last_step_.num_prefill_tokens = so.num_prefill_tokens;
   last_step_.num_decode_tokens = so.num_decode_tokens;

@@ -13,6 +13,21 @@ std::span<const uint32_t> SequenceGrammar::allowed() {
   return mask_;
 }
 
+void SequenceGrammar::masks_after(std::span<const int> drafts,
+                                  std::vector<std::vector<uint32_t>>& masks) {
+  const auto saved = matcher_.state();
+  const size_t words = size_t(matcher_.mask_words());
+  masks.resize(drafts.size() + 1);
+  bool valid = true;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    masks[i].resize(words);
+    if (valid) matcher_.fill_next_token_bitmask(masks[i].data());
+    else masks[i] = masks[i - 1];
+    if (i < drafts.size() && valid) valid = matcher_.accept_token(drafts[i]);
+  }
+  matcher_.restore(saved);
+}
+
 StructuredDecoding::StructuredDecoding(const Tokenizer& tok, std::vector<int> eos_ids,
                                        int vocab_size, chat::ToolCallFormat format)
     : format_(format),

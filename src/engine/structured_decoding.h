@@ -29,6 +29,11 @@ class SequenceGrammar {
   bool accept(int token) { return matcher_.accept_token(token); }
   // An EOS was accepted, or nothing but EOS may follow: the sequence is complete.
   bool done() const { return matcher_.is_terminated() || matcher_.must_end(); }
+  // Speculative decoding: the masks for the tokens after each prefix of `drafts`
+  // (drafts.size() + 1 masks into `masks`, each ceil(V / 32) words), the state unchanged after.
+  // A draft the grammar refuses cannot be accepted (its row's mask forbids it): the masks after
+  // it repeat the last valid one.
+  void masks_after(std::span<const int> drafts, std::vector<std::vector<uint32_t>>& masks);
 
  private:
   structured::GrammarMatcher matcher_;

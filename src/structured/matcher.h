@@ -42,6 +42,17 @@ class GrammarMatcher {
   bool must_end() const;        // and nothing may follow: only EOS allowed
   bool is_terminated() const { return terminated_; }  // an EOS was accepted
   void reset();
+  // The position in the grammar (what accept_token changes): saved before accepting tokens
+  // that may be taken back (speculative decoding's drafts), restored after.
+  struct State {
+    int32_t config;
+    bool terminated;
+  };
+  State state() const { return {config_, terminated_}; }
+  void restore(State s) {
+    config_ = s.config;
+    terminated_ = s.terminated;
+  }
 
   const CompiledGrammar& grammar() const { return *g_; }
   int32_t mask_words() const { return g_->vocab().mask_words(); }

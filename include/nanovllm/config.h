@@ -65,6 +65,9 @@ struct Config {
   // Speculate only while at most this many sequences decode (more: every sequence decodes one
   // token; docs/perf.md measures the crossover). 0: the default for the device.
   int speculative_max_batch = 0;
+  // Verify K drafts whenever the proposer has them: no adaptive K, no timing (vLLM's behaviour;
+  // benchmarks and tests that need a fixed step structure).
+  bool speculative_fixed_k = false;
   // How the backend runs its kernels (threads' spinning, weight copy, kernel paths); defaults
   // from the NANOVLLM_* environment variables (backend_options.h).
   BackendOptions backend = backend_options_from_env();
@@ -156,6 +159,9 @@ constexpr auto fields_of(const Config*) {
       field("speculative_max_batch", &C::speculative_max_batch, "--speculative-max-batch",
             "speculate only while at most this many sequences decode (0: the device's default)",
             +[](const int& v) { return v >= 0 ? std::string() : rule::got(">= 0 (0: default)", v); }),
+      field("speculative_fixed_k", &C::speculative_fixed_k, "--speculative-fixed-k",
+            "verify K drafts whenever there are some (default: K adapts to each sequence's "
+            "acceptance and the measured cost of a draft)"),
       choice_field("quantization", &C::quantization, "--quantization",
                    "weights quantized at load (CPU): auto (none; a GGUF file: the scheme its "
                    "block types map to) | none | int8 | int4 (int4-g32, int4-g64, int4-g32-zp, "

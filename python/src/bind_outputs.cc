@@ -112,6 +112,8 @@ void bind_outputs(py::module_& m) {
       .field("num_prefill_tokens", &StepStats::num_prefill_tokens)
       .field("num_decode_tokens", &StepStats::num_decode_tokens)
       .field("num_preempted", &StepStats::num_preempted)
+      .field("num_spec_tokens", &StepStats::num_spec_tokens)
+      .field("num_accepted_tokens", &StepStats::num_accepted_tokens)
       .field("num_blocks_used", &StepStats::num_blocks_used)
       .field("seconds", &StepStats::seconds)
       .done();
@@ -138,6 +140,9 @@ void bind_outputs(py::module_& m) {
       .field("executor", &E::executor)
       .field("graph_pool_bytes", &E::graph_pool_bytes)
       .field("graph_steps", &E::graph_steps)
+      .field("spec_draft_tokens", &E::spec_draft_tokens)
+      .field("spec_accepted_tokens", &E::spec_accepted_tokens)
+      .field("spec_verifications", &E::spec_verifications)
       .field("num_threads", &E::num_threads)
       .done();
 }

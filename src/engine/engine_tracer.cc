@@ -185,7 +185,7 @@ void EngineTracer::step_end(const SchedulerOutput& so, const Scheduler& sched) {
       r.itl_max = std::max(r.itl_max, gap);
     }
     r.last_token = ts;
-    r.output_tokens++;
+    r.output_tokens += ss.num_spec_tokens > 0 ? ss.seq->num_step_tokens : 1;
     if (r.phase == Phase::kPrefill && !r.finishing) {
       end_phase(ss.seq->seq_id, r, ts);
       begin_phase(ss.seq->seq_id, r, Phase::kDecode, ts);
@@ -216,6 +216,11 @@ void EngineTracer::write_step(const SchedulerOutput& so, double t0, double dur) 
   js.field("dur", dur, 3).key("args").begin_object();
   js.field("step", steps_ - 1).field("num_seqs", int(so.seqs.size()));
   js.field("prefill_tokens", so.num_prefill_tokens).field("decode_tokens", so.num_decode_tokens);
+  if (so.num_spec_tokens > 0) {  // speculative decoding: drafts verified, and accepted
+    int accepted = 0;
+    for (const ScheduledSeq& ss : so.seqs) accepted += ss.num_spec_tokens > 0 ? ss.seq->num_spec_accepted : 0;
+    js.field("spec_tokens", so.num_spec_tokens).field("spec_accepted", accepted);
+  }
   js.field("tokens_per_s", dur > 0 ? tokens / (dur * 1e-6) : 0.0, 1);
   js.key("split_us").begin_object();
   for (int i = 0; i < 5; ++i) js.field(kSplitNames[i], times_[i + 1] - times_[i], 3);
@@ -224,6 +229,8 @@ void EngineTracer::write_step(const SchedulerOutput& so, double t0, double dur) 
   for (const ScheduledSeq& ss : so.seqs) {
     js.begin_object().field("seq", ss.seq->seq_id).field("tokens", ss.num_new_tokens);
     if (!ss.sample) js.field("sample", false);
+    if (ss.num_spec_tokens > 0)
+      js.field("drafts", ss.num_spec_tokens).field("accepted", ss.seq->num_spec_accepted);
     js.end_object();
   }
   js.end_array();

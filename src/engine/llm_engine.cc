@@ -71,6 +71,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
     SpecOptions so;
     so.num_speculative_tokens = config_.num_speculative_tokens;
     so.max_batch = resolved.speculative_max_batch;
+    so.fixed_k = config_.speculative_fixed_k;
     spec_ = std::make_unique<SpecDecoder>(
         so, std::make_unique<NgramProposer>(config_.ngram_min, config_.ngram_max));
   }
@@ -269,6 +270,7 @@ std::vector<RequestOutput> LLMEngine::step() {
         else emit(*c, false);
       }
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (spec_) spec_->observe_step(so.num_decode_tokens, so.num_spec_tokens, so.is_prefill, secs);
       stats_->step(so, secs, *scheduler_);
       if (tracer_) tracer_->step_end(so, *scheduler_);
       retired_.clear();  // nothing points at this step's finished sequences any more

@@ -254,6 +254,7 @@ std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out, const 
     t += size_t(s.num_sample_rows());
     Sequence* seq = s.seq;
     seq->num_spec_accepted = 0;
+    seq->num_step_tokens = 0;
     // Finished (aborted) between schedule() and postprocess(): its owner keeps it alive.
     if (seq->status != SequenceStatus::RUNNING) continue;
     const int k = s.num_spec_tokens;
@@ -272,6 +273,7 @@ std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& out, const 
       const bool accepted = i < k && token == seq->spec_token_ids[size_t(i)];
       seq->num_spec_accepted += accepted ? 1 : 0;
       seq->append_token(token);
+      ++seq->num_step_tokens;
       const FinishReason reason = stop(*seq, token, row + size_t(i));
       if (reason != FinishReason::kNone) {
         take(seq, reason);

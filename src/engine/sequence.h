@@ -50,6 +50,7 @@ struct Sequence {
   // Never part of token_ids: only accepted tokens are.
   std::vector<int> spec_token_ids;
   int num_spec_accepted = 0;  // drafts the last verification accepted (set by postprocess)
+  int num_step_tokens = 0;    // tokens the last postprocess appended (1 + accepted, or fewer at a stop)
   // The proposer's acceptance history (src/spec/spec_decoder.h: decayed counts of accepted
   // drafts and of verification trials).
   double spec_accepted = 0, spec_trials = 0;

@@ -26,10 +26,11 @@ void StatsRecorder::finished(FinishReason reason) {
 
 void StatsRecorder::step(const SchedulerOutput& so, double seconds, const Scheduler& scheduler) {
   last_step_ = StepStats{};
-  int accepted = 0, verifications = 0;
+  int accepted = 0, verifications = 0, extra_tokens = 0;
   for (const ScheduledSeq& ss : so.seqs) {
     if (ss.num_spec_tokens == 0) continue;
     accepted += ss.seq->num_spec_accepted;
+    extra_tokens += std::max(0, ss.seq->num_step_tokens - 1);  // beyond the decode token
     ++verifications;
   }
   last_step_.num_spec_tokens = so.num_spec_tokens;
@@ -37,7 +38,7 @@ void StatsRecorder::step(const SchedulerOutput& so, double seconds, const Schedu
   stats_.spec_draft_tokens += so.num_spec_tokens;
   stats_.spec_accepted_tokens += accepted;
   stats_.spec_verifications += verifications;
-  stats_.decode_tokens += accepted;
+  stats_.decode_tokens += extra_tokens;
   last_step_.num_seqs = int(so.seqs.size());
   last_step_.num_prefill_tokens = so.num_prefill_tokens;
   last_step_.num_decode_tokens = so.num_decode_tokens;

@@ -146,7 +146,7 @@ def cases(model, eos_model, nan_model, first, tmp):
                             "prompts": [], "prompt_ids": ID_PROMPTS_40})
     shared = dict(greedy, **{"--block-size": 16, "prompt_ids": [ID_PROMPT_20, ID_PROMPT_20]})
     cuda = dict(greedy, **{"--device": "cuda"})
-    spec = w(long, speculative="ngram")
+    spec = w(long, speculative="ngram", speculative_fixed_k=True)
     # Ranks 1..N-1 started by this process, and rank 0 waiting at an address no worker comes to.
     tp2 = w(greedy, tensor_parallel_size=2, threads=1)
     alone = w(tp2, dist_init_addr=f"127.0.0.1:{free_port()}", dist_timeout=1)
@@ -184,9 +184,11 @@ def cases(model, eos_model, nan_model, first, tmp):
         "--speculative": (model, long, w(long, speculative="ngram"), "differs"),
         "--num-speculative-tokens": (model, spec, w(spec, num_speculative_tokens=1), "differs"),
         "--ngram-min": (model, spec, w(spec, ngram_min=4), "differs"),
-        "--ngram-max": (model, spec, w(spec, ngram_max=1), "differs"),
+        "--ngram-max": (model, w(spec, max_tokens=200), w(spec, max_tokens=200, ngram_max=1), "differs"),
         # three prompts decode together: a limit of 1 turns speculation off until one is left
         "--speculative-max-batch": (model, spec, w(spec, speculative_max_batch=1), "differs"),
+        # stories260K's drafts cost about a decode step each: adaptive K verifies few of them
+        "--speculative-fixed-k": (model, w(long, speculative="ngram"), spec, "differs"),
         "--trace": (model, greedy, w(greedy, trace=os.path.join(tmp, "t.json")),
                     ("writes", os.path.join(tmp, "t.json"))),
         # sampling flags

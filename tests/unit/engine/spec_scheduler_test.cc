@@ -64,6 +64,7 @@ TEST(SpecDecoder, AdaptiveKFollowsAcceptance) {
   }
   EXPECT_EQ(d.choose_k(*s), 0) << "a sequence whose drafts fail stops speculating";
   // Idle steps decay the history back toward the prior: it probes again, but not at once.
+  d.observe_step(1, 0, false, 0.001);  // a plain step's time: drafts may follow
   std::deque<Sequence*> running{s.get()};
   s->prefilled = true;
   int idle = 0;
@@ -80,9 +81,32 @@ TEST(SpecDecoder, AdaptiveKFollowsAcceptance) {
   auto a = make_seq(2, {5, 5, 5, 5}, 16), b = make_seq(3, {5, 5, 5, 5}, 16);
   a->prefilled = b->prefilled = true;
   small.propose({a.get()});
+  EXPECT_TRUE(a->spec_token_ids.empty()) << "the first decode step runs plain (timed)";
+  small.observe_step(1, 0, false, 0.001);
+  small.propose({a.get()});
   EXPECT_FALSE(a->spec_token_ids.empty());
   small.propose({a.get(), b.get()});
   EXPECT_TRUE(a->spec_token_ids.empty() && b->spec_token_ids.empty());
+}
+
+// beta is measured: decode steps with drafts against the plain steps' time.
+TEST(SpecDecoder, BetaIsMeasuredFromStepTimes) {
+  SpecOptions o;
+  SpecDecoder d(o, std::make_unique<NgramProposer>(1, 4));
+  EXPECT_DOUBLE_EQ(d.beta(), o.beta);
+  d.observe_step(2, 8, false, 0.002);  // no plain time yet: no sample
+  EXPECT_DOUBLE_EQ(d.beta(), o.beta);
+  d.observe_step(2, 0, false, 0.001);  // plain: 1 ms for 2 sequences
+  d.observe_step(2, 0, true, 0.050);   // a prefill step: ignored
+  for (int i = 0; i < 60; ++i) d.observe_step(2, 8, false, 0.002);  // 4 drafts each: +100 %
+  EXPECT_NEAR(d.beta(), 0.25, 1e-3);
+  // A dear draft makes speculation pay only at high acceptance.
+  auto s = make_seq(1, {1, 2, 3}, 16);
+  for (int i = 0; i < 60; ++i) d.observe_step(1, 1, false, 0.003);  // one draft: +200 %
+  EXPECT_GT(d.beta(), 1.5);
+  s->spec_accepted = 3.5;  // 70 % acceptance
+  s->spec_trials = 5;
+  EXPECT_EQ(d.choose_k(*s), 0);
 }
 
 // The "model": the next token after a prefix, from its last two tokens (vocabulary 5, so text

@@ -30,10 +30,14 @@ Config spec_base() {
   return c;
 }
 
-Config with_spec(Config c, int k = 4) {
+// Fixed K by default: the adaptive controller times steps, and the step structure (what the
+// statistics below count) would depend on the machine's timing. The outputs do not: the
+// Adaptive test runs the timed controller.
+Config with_spec(Config c, int k = 4, bool fixed = true) {
   c.speculative = "ngram";
   c.num_speculative_tokens = k;
   c.speculative_max_batch = 64;  // speculate at every batch size the tests use
+  c.speculative_fixed_k = fixed;
   return c;
 }
 
@@ -316,6 +320,27 @@ TEST(SpecDecode, NoDraftsIsPlainDecoding) {
   const SpecRun ref = generate(spec_base(), prompts, {sp});
   const SpecRun got = generate(with_spec(c), prompts, {sp});
   expect_identical(ref, got, "no drafts");
+}
+
+// The adaptive controller (timed steps, K per sequence) changes which drafts are verified, never
+// the outputs.
+TEST(SpecDecode, AdaptiveKIsIdentical) {
+  const auto prompts = repeating_prompts(6, 8);
+  SamplingParams sp;
+  sp.seed = 11;
+  sp.temperature = 0.7f;
+  sp.max_tokens = 64;
+  sp.ignore_eos = true;
+  for (const char* policy : {"prefill-first", "mixed"}) {
+    Config c = spec_base();
+    c.policy = policy;
+    const SpecRun ref = generate(c, prompts, {greedy(64)});
+    const SpecRun got = generate(with_spec(c, 6, /*fixed=*/false), prompts, {greedy(64)});
+    expect_identical(ref, got, std::string("adaptive greedy, ") + policy);
+    const SpecRun sref = generate(c, prompts, {sp});
+    const SpecRun sgot = generate(with_spec(c, 6, /*fixed=*/false), prompts, {sp});
+    expect_identical(sref, sgot, std::string("adaptive sampled, ") + policy);
+  }
 }
 
 TEST(SpecDecode, BadOptionsNameTheOption) {

@@ -47,7 +47,9 @@ void SpecDecoder::propose(const std::deque<Sequence*>& running) {
     return;
   }
   // A plain step to time: the first decode step, then every refresh_every-th.
-  if (plain_seconds_ == 0 || decode_steps_ % options_.refresh_every == 0) return;
+  // Plain steps to time: the first two decode steps (the first may pay first-touch costs, so
+  // the smaller counts), then every refresh_every-th.
+  if (decode_steps_ < 2 || decode_steps_ % options_.refresh_every == 0) return;
   // The idle decay slows down as drafts get dearer: a probe of one draft costs beta steps, so
   // at beta = 1 it comes ~10x less often than at 0.1 (~1 % of the decode time either way).
   const double idle_decay = std::pow(options_.idle_decay, 0.1 / std::max(beta_, 0.1));
@@ -70,7 +72,9 @@ void SpecDecoder::observe_step(int num_decode_seqs, int num_spec_tokens, bool ha
   ++decode_steps_;
   const double w = options_.time_weight;
   if (num_spec_tokens == 0) {
-    plain_seconds_ = plain_seconds_ == 0 ? seconds : (1 - w) * plain_seconds_ + w * seconds;
+    if (plain_seconds_ == 0) plain_seconds_ = seconds;
+    else if (decode_steps_ <= 2) plain_seconds_ = std::min(plain_seconds_, seconds);
+    else plain_seconds_ = (1 - w) * plain_seconds_ + w * seconds;
     return;
   }
   if (plain_seconds_ == 0) return;

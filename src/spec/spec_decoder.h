@@ -16,7 +16,7 @@
 // batch 1: ~0.1; stories260K, whose step is all per-row attention work: ~1). observe_step()
 // keeps an average time of decode steps without drafts and turns each decode step with drafts
 // into a beta sample; every refresh_every-th decode step drafts nothing so the plain time stays
-// current (the context grows, the batch changes). The first decode steps run plain. Above max_batch decoding sequences no one speculates.
+// current (the context grows, the batch changes). The first two decode steps run plain. Above max_batch decoding sequences no one speculates.
 #pragma once
 #include <deque>
 #include <memory>
@@ -33,7 +33,7 @@ struct SpecOptions {
   int max_batch = 4;               // speculate only while at most this many sequences decode
   double beta = 0.1;               // initial cost of one verified draft row, in decode steps
   double time_weight = 0.25;       // EMA weight of a new step time / beta sample
-  int refresh_every = 32;          // a plain decode step this often, to time it
+  int refresh_every = 16;          // a plain decode step this often, to time it
   bool fixed_k = false;            // K drafts whenever the proposer has them (no adaptation)
   double prior_rate = 0.6;         // acceptance prior and its weight in trials
   double prior_weight = 2.0;

@@ -64,7 +64,8 @@ TEST(SpecDecoder, AdaptiveKFollowsAcceptance) {
   }
   EXPECT_EQ(d.choose_k(*s), 0) << "a sequence whose drafts fail stops speculating";
   // Idle steps decay the history back toward the prior: it probes again, but not at once.
-  d.observe_step(1, 0, false, 0.001);  // a plain step's time: drafts may follow
+  d.observe_step(1, 0, false, 0.001);  // two plain steps' times: drafts may follow
+  d.observe_step(1, 0, false, 0.001);
   std::deque<Sequence*> running{s.get()};
   s->prefilled = true;
   int idle = 0;
@@ -82,6 +83,9 @@ TEST(SpecDecoder, AdaptiveKFollowsAcceptance) {
   a->prefilled = b->prefilled = true;
   small.propose({a.get()});
   EXPECT_TRUE(a->spec_token_ids.empty()) << "the first decode step runs plain (timed)";
+  small.observe_step(1, 0, false, 0.001);
+  small.propose({a.get()});
+  EXPECT_TRUE(a->spec_token_ids.empty()) << "so does the second";
   small.observe_step(1, 0, false, 0.001);
   small.propose({a.get()});
   EXPECT_FALSE(a->spec_token_ids.empty());

@@ -35,3 +35,13 @@ def test_ngram_is_exact_and_counted(tiny_model):
 def test_bad_options(tiny_model, kwargs, match):
     with pytest.raises(ValueError, match=match):
         LLM(tiny_model, **KW, **kwargs)
+
+
+def test_tensor_parallel_speculation(tiny_model):
+    """TP = 2: rank 0 broadcasts the verification batches (1 + k rows per sequence) like any step."""
+    greedy = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    plain = LLM(tiny_model, **KW).generate(PROMPTS, greedy, use_tqdm=False)
+    tp = LLM(tiny_model, tensor_parallel_size=2, num_threads=1, speculative="ngram", speculative_fixed_k=True, **KW)
+    got = tp.generate(PROMPTS, greedy, use_tqdm=False)
+    assert [o["token_ids"] for o in got] == [o["token_ids"] for o in plain]
+    assert tp.stats().spec_accepted_tokens > 0

@@ -45,3 +45,46 @@ def test_tensor_parallel_speculation(tiny_model):
     got = tp.generate(PROMPTS, greedy, use_tqdm=False)
     assert [o["token_ids"] for o in got] == [o["token_ids"] for o in plain]
     assert tp.stats().spec_accepted_tokens > 0
+
+
+def test_sampled_tokens_follow_the_target_distribution(tiny_model):
+    """A chi-square test of speculative sampling against the target distribution: top_k = 4 at
+    temperature 8 makes every position a 4-token distribution, known from the raw top-4 logprobs
+    (p_i = exp(lp_i / T) / sum_j exp(lp_j / T)). Each drawn token is binned by its rank; the
+    expected count of rank r is the sum over positions of p_r (a sum of independent draws given
+    their prefixes). Drafts are verified throughout (asserted), so most tokens come from
+    verification rows."""
+    import math
+    t = 8.0
+    spec = LLM(tiny_model, speculative="ngram", num_speculative_tokens=4, speculative_fixed_k=True, **KW)
+    observed, expected = [0.0] * 4, [0.0] * 4
+    prompts = [[5, 6, 7, 8] * 3, [9, 10, 9, 10, 9], [11] * 5, [300, 301, 302, 300, 301]]
+    for seed in range(12):
+        sp = SamplingParams(temperature=t, top_k=4, seed=seed, max_tokens=40, ignore_eos=True, logprobs=4)
+        for o in spec.generate(prompts, sp, use_tqdm=False):
+            for tok, lp in zip(o["token_ids"], o["logprobs"]):
+                top = sorted(lp["top"], key=lambda a: -a["logprob"])[:4]
+                w = [math.exp(a["logprob"] / t) for a in top]
+                z = sum(w)
+                ranks = [a["token_id"] for a in top]
+                assert tok in ranks, "a token outside the top-4 was sampled"
+                observed[ranks.index(tok)] += 1
+                for r in range(len(w)):
+                    expected[r] += w[r] / z
+    s = spec.stats()
+    assert s.spec_accepted_tokens > 200 and s.spec_accepted_tokens < s.spec_draft_tokens
+    # Bins with an expected count under 5 are merged into the previous one.
+    obs, exp = [], []
+    for o, e in zip(observed, expected):
+        if exp and e < 5:
+            obs[-1] += o
+            exp[-1] += e
+        else:
+            obs.append(o)
+            exp.append(e)
+    chi2 = sum((o - e) ** 2 / e for o, e in zip(obs, exp))
+    dof = len(obs) - 1
+    limit = {1: 10.83, 2: 13.82, 3: 16.27}[dof]  # p = 0.001
+    assert dof >= 1, f"the distributions are too peaked for a test: expected {expected}"
+    print(f"chi2 {chi2:.2f} dof {dof} observed {observed} expected {[round(e, 1) for e in expected]}")
+    assert chi2 < limit, f"chi2 {chi2:.2f} >= {limit} with {dof} dof: observed {observed}, expected {expected}"

@@ -82,7 +82,15 @@ TEST(ServerMetrics, RenderFromSnapshotAndCounters) {
   snap.stats.preemptions = 6;
   snap.stats.max_batch_size = 3;
   snap.last_batch_size = 2;
+  snap.stats.spec_draft_tokens = 40;
+  snap.stats.spec_accepted_tokens = 30;
+  snap.stats.spec_verifications = 10;
   auto s = samples(m.render(snap));
+  EXPECT_EQ(s["nanovllm_spec_decode_num_draft_tokens_total"], 40);
+  EXPECT_EQ(s["nanovllm_spec_decode_num_accepted_tokens_total"], 30);
+  EXPECT_EQ(s["nanovllm_spec_decode_num_drafts_total"], 10);
+  EXPECT_DOUBLE_EQ(s["nanovllm_spec_decode_acceptance_rate"], 0.75);
+  EXPECT_DOUBLE_EQ(s["nanovllm_spec_decode_mean_accepted_length"], 4.0);
   EXPECT_EQ(s["nanovllm_http_requests_total{status=\"200\"}"], 2);
   EXPECT_EQ(s["nanovllm_http_requests_total{status=\"400\"}"], 1);
   EXPECT_EQ(s["nanovllm_request_success_total{finished_reason=\"length\"}"], 2);
@@ -108,6 +116,8 @@ TEST(ServerMetrics, EmptyCacheIsZeroNotNaN) {
   auto s = samples(m.render(EngineSnapshot{}));
   EXPECT_EQ(s["nanovllm_kv_cache_usage_perc"], 0);
   EXPECT_EQ(s["nanovllm_prefix_cache_hit_rate"], 0);
+  EXPECT_EQ(s["nanovllm_spec_decode_acceptance_rate"], 0);
+  EXPECT_EQ(s["nanovllm_spec_decode_mean_accepted_length"], 0);
 }
 
 TEST(PromNumber, Formats) {

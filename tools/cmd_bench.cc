@@ -140,7 +140,14 @@ int run_bench(int argc, char** argv) {
       {"steps", s.steps - s0.steps},
       {"executor", s.executor},
       {"graph_pool_bytes", s.graph_pool_bytes},
-      {"graph_steps", s.graph_steps - s0.graph_steps}};
+      {"graph_steps", s.graph_steps - s0.graph_steps},
+      // Speculative decoding (--speculative): drafts verified / accepted in the measured part.
+      {"spec_draft_tokens", s.spec_draft_tokens - s0.spec_draft_tokens},
+      {"spec_accepted_tokens", s.spec_accepted_tokens - s0.spec_accepted_tokens},
+      {"spec_acceptance_rate", s.spec_draft_tokens > s0.spec_draft_tokens
+                                   ? double(s.spec_accepted_tokens - s0.spec_accepted_tokens) /
+                                         double(s.spec_draft_tokens - s0.spec_draft_tokens)
+                                   : 0.0}};
   if (json) {
     std::cout << j.dump() << std::endl;
   } else {

@@ -10,8 +10,12 @@ Workloads (batch 1 unless --batch):
   stories-edit  stories260K, an editing-style prompt: a story followed by its own first sentence,
                 so the continuation repeats prompt text
   stories-hot   stories260K sampled at temperature 1.2: drafts mostly rejected (the cost side)
-  loop-hot      the random model sampled at temperature 1.0 after a repetitive prompt: drafts
-                proposed from the prompt, mostly rejected
+  loop-hot      the random model sampled at temperature 1.0 after a repetitive prompt (it is so
+                peaked that this still loops)
+  coin-k2, coin-k8, coin-k64
+                the random model sampled at temperature 50 among its top 2 / 8 / 64 tokens:
+                its loops break at random, so acceptance falls from ~80 % to ~50 % to ~5 %
+                (the cost side on a model whose weights dominate the step)
 
   bench/spec_bench.py --nanovllm build/nanovllm --workloads loop,stories --rounds 3 [--batch 1,4,16]
 """
@@ -44,10 +48,14 @@ def generate(nv, model, prompts, opts, spec):
 
 def workload(name, nv, batch):
     rng = random.Random(0)
-    if name.startswith("loop"):
+    if name.startswith("loop") or name.startswith("coin"):
         if not os.path.exists(os.path.join(RANDOM_06B, "config.json")):
             subprocess.run([nv, "make-model", "--arch", "qwen3", "--preset", "qwen3-0.6b", "--dtype", "bf16",
                             "--seed", "0", "--out", RANDOM_06B], check=True)
+        if name.startswith("coin-k"):
+            prompts = [[1, 2, 3, 4, 5, 6, 7, 8] * 2 for _ in range(batch)]
+            return RANDOM_06B, prompts, {"--temperature": 50, "--top-k": int(name[6:]), "--seed": 1,
+                                         "--max-tokens": 128, "--ignore-eos": True}
         if name == "loop":
             prompts = [[rng.randrange(3, 100000) for _ in range(16)] for _ in range(batch)]
             return RANDOM_06B, prompts, {"--temperature": 0, "--max-tokens": 128, "--ignore-eos": True}

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 #include <random>
 
@@ -233,8 +232,10 @@ std::vector<RequestOutput> LLMEngine::step() {
       // speculation, so every accepted token is the token plain decoding would sample).
       SamplingBatch batch;
       std::vector<Completion*> sampled;
-      std::deque<std::vector<TokenCount>> spec_history;                 // row spans view these
-      std::deque<std::vector<std::vector<uint32_t>>> spec_masks;
+      // Row spans view these buffers; growing the outer vectors moves the inner ones, which
+      // keeps their heap buffers (and nothing is allocated in a step without drafts).
+      std::vector<std::vector<TokenCount>> spec_history;
+      std::vector<std::vector<std::vector<uint32_t>>> spec_masks;
       for (const ScheduledSeq& ss : so.seqs) {
         if (!ss.sample) continue;
         Completion& c = *ss.seq->owner;

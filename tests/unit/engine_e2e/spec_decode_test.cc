@@ -128,7 +128,7 @@ void expect_both_paths(const EngineStats& s, const std::string& what) {
 }  // namespace
 
 // Greedy over 8 prompts at once and one at a time, both policies (mixed with a 24-token budget:
-// chunked prefills share steps with verifications), K = 1 and 8.
+// chunked prefills share steps with verifications), K = 1 and 7.
 TEST(SpecDecode, GreedyIsTokenIdenticalAcrossPoliciesAndK) {
   const auto prompts = repeating_prompts(8, 1);
   for (const char* policy : {"prefill-first", "mixed"}) {
@@ -137,7 +137,7 @@ TEST(SpecDecode, GreedyIsTokenIdenticalAcrossPoliciesAndK) {
     if (c.policy == "mixed") c.max_num_batched_tokens = 24;
     const SpecRun ref = generate(c, prompts, {greedy(tokens(32))});
     EXPECT_EQ(ref.stats.spec_draft_tokens, 0);
-    for (int k : {1, 8}) {
+    for (int k : {1, 7}) {  // 8 x (1 + 7) = 64 rows: within the f32 streaming kernels
       if (kSanitized && k == 1) continue;
       const std::string what = std::string(policy) + " K=" + std::to_string(k);
       const SpecRun got = generate(with_spec(c, k), prompts, {greedy(tokens(32))});

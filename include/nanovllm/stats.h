@@ -45,6 +45,13 @@ struct EngineStats {
   int64_t spec_draft_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   int64_t spec_verifications = 0;
+  // 0 without drafts.
+  double spec_acceptance_rate() const {
+    return spec_draft_tokens > 0 ? double(spec_accepted_tokens) / double(spec_draft_tokens) : 0.0;
+  }
+  double spec_mean_accepted_length() const {
+    return spec_verifications > 0 ? 1.0 + double(spec_accepted_tokens) / double(spec_verifications) : 0.0;
+  }
 };
 
 }  // namespace nanovllm

@@ -28,12 +28,8 @@ nlohmann::json to_json(const EngineStats& s) {
           {"spec_draft_tokens", s.spec_draft_tokens},
           {"spec_accepted_tokens", s.spec_accepted_tokens},
           {"spec_verifications", s.spec_verifications},
-          {"spec_acceptance_rate",
-           s.spec_draft_tokens > 0 ? double(s.spec_accepted_tokens) / double(s.spec_draft_tokens) : 0.0},
-          {"spec_mean_accepted_length",
-           s.spec_verifications > 0
-               ? 1.0 + double(s.spec_accepted_tokens) / double(s.spec_verifications)
-               : 0.0}};
+          {"spec_acceptance_rate", s.spec_acceptance_rate()},
+          {"spec_mean_accepted_length", s.spec_mean_accepted_length()}};
 }
 
 nlohmann::json to_json(const RequestOutput& o) {

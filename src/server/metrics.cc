@@ -166,10 +166,10 @@ std::string ServerMetrics::render(const EngineSnapshot& s, const FrontendSnapsho
   metric(out, "nanovllm_spec_decode_num_drafts_total", "counter",
          "Verifications (a sequence checking >= 1 drafted token in a step).", double(e.spec_verifications));
   metric(out, "nanovllm_spec_decode_acceptance_rate", "gauge", "Accepted / drafted tokens (0 without drafts).",
-         e.spec_draft_tokens > 0 ? double(e.spec_accepted_tokens) / double(e.spec_draft_tokens) : 0.0);
+         e.spec_acceptance_rate());
   metric(out, "nanovllm_spec_decode_mean_accepted_length", "gauge",
          "Tokens a verification produced: 1 + accepted / verifications (0 without drafts).",
-         e.spec_verifications > 0 ? 1.0 + double(e.spec_accepted_tokens) / double(e.spec_verifications) : 0.0);
+         e.spec_mean_accepted_length());
   metric(out, "nanovllm_batch_size_current", "gauge", "Sequences in the latest engine step.", s.last_batch_size);
   metric(out, "nanovllm_batch_size_max", "gauge", "Largest number of sequences in one engine step.", e.max_batch_size);
   metric(out, "nanovllm_http_connections", "gauge", "Open HTTP connections.", f.connections);

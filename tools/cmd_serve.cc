@@ -38,6 +38,10 @@ int run_serve(int argc, char** argv) {
   app.add_option("--max-body-bytes", opt.max_body_bytes, "request body limit, any transfer encoding (413)")
       ->capture_default_str();
   app.add_option("--max-json-depth", opt.max_json_depth, "nesting limit of request JSON (400)")->capture_default_str();
+  app.add_option("--max-stored-responses", opt.max_stored_responses,
+                 "/v1/responses kept in memory for GET, previous_response_id and background runs "
+                 "(oldest dropped first; 0: none)")
+      ->capture_default_str();
   app.add_option("--header-timeout", opt.header_timeout_s, "seconds for the request line and headers (408)")
       ->capture_default_str();
   app.add_option("--request-timeout", opt.request_timeout_s, "seconds for the whole request: headers + body (408)")

@@ -31,6 +31,7 @@ struct RequestOutput {
   bool finished = false;
   std::string finish_reason;           // "stop" | "length" | "abort" | "error"
   std::string error;                   // set when finish_reason == "error"
+  std::string stop_reason;             // the stop string that ended it ("" otherwise), vLLM's field
   int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
   std::vector<TokenLogprobs> logprobs; // when SamplingParams::logprobs >= 0
 };
@@ -45,8 +46,10 @@ struct StreamDelta {
   bool finished = false;               // this completion is done (the request: when all n are)
   std::string finish_reason;
   std::string error;
+  std::string stop_reason;             // final delta: the stop string that matched ("" otherwise)
   int num_prompt_tokens = 0;
   int num_generated_tokens = 0;        // total so far
+  int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
 };
 
 // One output event of one completion. Events of a completion arrive in order; its last one has

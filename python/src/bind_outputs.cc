@@ -84,6 +84,7 @@ void bind_outputs(py::module_& m) {
       .text("text", &RequestOutput::text)
       .field("finished", &RequestOutput::finished)
       .field("finish_reason", &RequestOutput::finish_reason)
+      .text("stop_reason", &RequestOutput::stop_reason)
       .text("error", &RequestOutput::error)
       .field("num_cached_tokens", &RequestOutput::num_cached_tokens)
       .field("logprobs", &RequestOutput::logprobs)
@@ -96,9 +97,11 @@ void bind_outputs(py::module_& m) {
       .field("logprobs", &StreamDelta::logprobs)
       .field("finished", &StreamDelta::finished)
       .field("finish_reason", &StreamDelta::finish_reason)
+      .text("stop_reason", &StreamDelta::stop_reason)
       .text("error", &StreamDelta::error)
       .field("num_prompt_tokens", &StreamDelta::num_prompt_tokens)
       .field("num_generated_tokens", &StreamDelta::num_generated_tokens)
+      .field("num_cached_tokens", &StreamDelta::num_cached_tokens)
       .done();
   ReadOnly<CompletionEvent>(m, "CompletionEvent",
                             "One event of one completion: what is new (delta), the whole output once it "

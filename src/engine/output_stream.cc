@@ -20,8 +20,16 @@ bool OutputStream::on_token(int token, const TokenLogprobs* logprobs) {
   // A match must end in the new text, so it starts at most max_stop_len_ - 1 bytes before it.
   const size_t from = before >= max_stop_len_ ? before - max_stop_len_ + 1 : 0;
   size_t best = std::string::npos;
-  for (const auto& s : params_.stop) best = std::min(best, text_.find(s, from));
+  const std::string* which = nullptr;
+  for (const auto& s : params_.stop) {
+    const size_t at = text_.find(s, from);
+    if (at < best) {  // the earliest match; the first listed wins a tie
+      best = at;
+      which = &s;
+    }
+  }
   if (best == std::string::npos) return false;
+  matched_stop_ = *which;
   text_.resize(best);
   stopped_by_string_ = true;
   return true;

@@ -28,6 +28,8 @@ class OutputStream {
   void finish();
 
   bool stopped_by_string() const { return stopped_by_string_; }
+  // The stop string that matched ("" when none did).
+  const std::string& matched_stop() const { return matched_stop_; }
   const std::string& text() const { return text_; }
   const std::vector<TokenLogprobs>& logprobs() const { return logprobs_; }
 
@@ -44,6 +46,7 @@ class OutputStream {
   std::string text_;
   std::vector<TokenLogprobs> logprobs_;
   bool stopped_by_string_ = false;
+  std::string matched_stop_;
   size_t streamed_text_ = 0;  // bytes of text_ already in deltas
   size_t streamed_tokens_ = 0;
   size_t streamed_logprobs_ = 0;

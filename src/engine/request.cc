@@ -26,6 +26,7 @@ RequestOutput Completion::final_output() const {
   o.finished = true;
   o.finish_reason = finish_reason_name(seq.finish_reason);
   o.error = error;
+  o.stop_reason = output.matched_stop();
   o.num_cached_tokens = num_cached_tokens;
   o.logprobs = output.logprobs();
   return o;
@@ -38,8 +39,10 @@ bool Completion::next_delta(bool final, StreamDelta& d) {
   d.finished = final;
   d.finish_reason = final ? finish_reason_name(seq.finish_reason) : "";
   d.error = error;
+  d.stop_reason = final ? output.matched_stop() : "";
   d.num_prompt_tokens = seq.num_prompt_tokens;
   d.num_generated_tokens = seq.num_completion_tokens();
+  d.num_cached_tokens = num_cached_tokens;
   return any || final;
 }
 

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <optional>
 
+#include "server/generation.h"
 #include "server/guarded_server.h"
 #include "server/handlers.h"
 #include "server/choice_output.h"
@@ -22,28 +23,55 @@ void set_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump_json(error_json(e)), "application/json");
 }
 
-namespace {
-
-// The client went away while its request waited: there is nobody to answer (499, as nginx
-// logs it), and the connection is closed.
-struct ClientGone {};
-
-// Whether the client of the request on this thread has disconnected (no connection: a test).
 bool client_gone() {
   Connection* c = GuardedServer::current_connection();
   return c && c->peer_closed();
 }
 
-// Counts a generation request as in flight until destroyed (or handed to a stream's releaser).
-struct InFlight {
-  explicit InFlight(ServerContext& c) : ctx(&c) { ctx->active_requests++; }
-  InFlight(InFlight&& o) noexcept : ctx(o.ctx) { o.ctx = nullptr; }
-  InFlight(const InFlight&) = delete;
-  ~InFlight() {
-    if (ctx) ctx->active_requests--;
+void drop_client(httplib::Response& res) {
+  res.status = 499;  // logged, never delivered: the socket is shut so nothing is written
+  if (Connection* c = GuardedServer::current_connection()) {
+    c->set_close();
+    c->shutdown_now();
   }
-  ServerContext* ctx;
-};
+}
+
+void check_serving(const ServerContext& ctx) {
+  if (ctx.stopping) throw ApiError(503, "the server is shutting down", "service_unavailable");
+  if (ctx.loop->dead())
+    throw ApiError(503, "the engine failed and no longer serves requests; restart the server",
+                   "service_unavailable", "", "engine_dead");
+}
+
+ApiError engine_error(const StreamDelta& d, const std::string& prompt_param) {
+  const std::string msg = client_message(d.error.empty() ? "request failed" : d.error);
+  if (d.num_generated_tokens == 0) return bad_request(msg, prompt_param);
+  return ApiError(500, msg, "server_error");
+}
+
+std::vector<StreamDelta> wait_first(Channel& ch, const std::string& prompt_param) {
+  for (;;) {
+    Channel::Batch b = ch.wait(100ms);
+    if (b.error) throw *b.error;
+    if (!b.deltas.empty()) {
+      const StreamDelta& d = b.deltas.front();
+      if (d.finished && d.finish_reason == "error") throw engine_error(d, prompt_param);
+      return std::move(b.deltas);
+    }
+    if (b.done) throw ApiError(500, "request ended without output", "server_error");
+    if (client_gone()) throw ClientGone{};
+  }
+}
+
+bool prompt_opens_think(const std::vector<int>& ids, const Tokenizer* tok) {
+  if (!tok || ids.empty()) return false;
+  const size_t k = std::min<size_t>(ids.size(), 4);
+  std::string tail = tok->decode(std::vector<int>(ids.end() - long(k), ids.end()), false);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail.size() >= 7 && tail.compare(tail.size() - 7, 7, "<think>") == 0;
+}
+
+namespace {
 
 // Everything a response needs besides the engine output.
 struct ResponsePlan {
@@ -71,31 +99,6 @@ TokenText token_text(const Tokenizer* tok) {
     if (!tok) return std::to_string(id);
     return tok->decode({id}, /*skip_special_tokens=*/false);
   };
-}
-
-// An engine "error" finish before any token (e.g. a prompt longer than max_model_len) is the
-// client's fault: 400. Later ones are the server's.
-ApiError engine_error(const StreamDelta& d, const ResponsePlan& plan) {
-  const std::string msg = client_message(d.error.empty() ? "request failed" : d.error);
-  if (d.num_generated_tokens == 0) return bad_request(msg, plan.prompt_param);
-  return ApiError(500, msg, "server_error");
-}
-
-// Waits for the first delta (or failure) so that errors become a proper status code even for
-// streaming requests; returns the deltas received so far. Throws ClientGone if the client
-// disconnects first (prefill of a long prompt, or a long queue).
-std::vector<StreamDelta> wait_first(Channel& ch, const ResponsePlan& plan) {
-  for (;;) {
-    Channel::Batch b = ch.wait(100ms);
-    if (b.error) throw *b.error;
-    if (!b.deltas.empty()) {
-      const StreamDelta& d = b.deltas.front();
-      if (d.finished && d.finish_reason == "error") throw engine_error(d, plan);
-      return std::move(b.deltas);
-    }
-    if (b.done) throw ApiError(500, "request ended without output", "server_error");
-    if (client_gone()) throw ClientGone{};
-  }
 }
 
 // One choice's output collected for a whole (non-streamed) response.
@@ -144,7 +147,7 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
   for (int i = 0; i < plan.n; ++i) {
     const Collected& c = out[size_t(i)];
     if (!c.finished) throw ApiError(500, "request ended without output", "server_error");
-    if (c.last.finish_reason == "error") throw engine_error(c.last, plan);
+    if (c.last.finish_reason == "error") throw engine_error(c.last, plan.prompt_param);
     prompt_tokens = c.last.num_prompt_tokens;
     completion_tokens += c.last.num_generated_tokens;
     json lp = nullptr;
@@ -252,7 +255,7 @@ struct StreamState {
     prompt_tokens = d.num_prompt_tokens;
     completion_tokens += d.num_generated_tokens;
     if (d.finish_reason == "error") {
-      out += server::sse_event(error_json(engine_error(d, plan)));
+      out += server::sse_event(error_json(engine_error(d, plan.prompt_param)));
       finished = true;
       return out + sse_done();
     }
@@ -313,20 +316,10 @@ void respond_stream(ServerContext& ctx, std::shared_ptr<Channel> ch, std::vector
 }
 
 // The completion prompt as text (echo): the string sent, or the ids decoded.
-std::string prompt_text(const GenerationRequest& g, const EngineRequest& prepared, const Tokenizer* tok) {
+std::string prompt_text(const GenerationRequest& g, const std::vector<int>& prompt_ids, const Tokenizer* tok) {
   if (auto* text = std::get_if<std::string>(&g.prompt)) return *text;
   if (!tok) throw bad_request("'echo' with token-id prompts needs the model's tokenizer.json", "echo");
-  return tok->decode(prepared.prompt_ids, /*skip_special_tokens=*/false);
-}
-
-// Whether the rendered chat prompt ends inside an open <think> (the template opened it for the
-// model, DeepSeek-R1 style): then the output starts as reasoning without the tag.
-bool prompt_opens_think(const std::vector<int>& ids, const Tokenizer* tok) {
-  if (!tok || ids.empty()) return false;
-  const size_t k = std::min<size_t>(ids.size(), 4);
-  std::string tail = tok->decode(std::vector<int>(ids.end() - long(k), ids.end()), false);
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  return tail.size() >= 7 && tail.compare(tail.size() - 7, 7, "<think>") == 0;
+  return tok->decode(prompt_ids, /*skip_special_tokens=*/false);
 }
 
 // Compiles the output constraint here (cached; never on the engine thread): unsupported schema
@@ -343,20 +336,33 @@ void prepare_constraint(ServerContext& ctx, const GenerationRequest& g) {
 
 }  // namespace
 
+Submitted prepare_and_submit(ServerContext& ctx, const GenerationRequest& g, Clock::time_point arrival) {
+  if (!g.model.empty() && g.model != ctx.model_name && g.model != ctx.model_path)
+    throw ApiError(404, "The model '" + g.model + "' does not exist; this server serves '" +
+                            ctx.model_name + "'", "not_found_error", "model", "model_not_found");
+  Submitted s;
+  EngineRequest prepared;
+  {
+    // Template rendering and tokenization here, on this handler thread, a bounded number at once.
+    PrepGate::Slot slot = ctx.prep->acquire(arrival + ctx.prep_timeout, client_gone);
+    if (!slot.held()) throw ClientGone{};
+    prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
+    if (g.chat && ctx.reasoning) s.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
+    prepare_constraint(ctx, g);
+  }
+  s.prompt_ids = prepared.prompt_ids;
+  s.ch = ctx.loop->submit(std::move(prepared), arrival);
+  return s;
+}
+
 void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat) {
   const auto arrival = Clock::now();
   InFlight in_flight(ctx);
   std::shared_ptr<Channel> ch;
   try {
-    if (ctx.stopping) throw ApiError(503, "the server is shutting down", "service_unavailable");
-    if (ctx.loop->dead())
-      throw ApiError(503, "the engine failed and no longer serves requests; restart the server",
-                     "service_unavailable", "", "engine_dead");
+    check_serving(ctx);
     GenerationRequest g = chat ? parse_chat_request(body, ctx.max_json_depth)
                                : parse_completion_request(body, ctx.max_json_depth);
-    if (!g.model.empty() && g.model != ctx.model_name && g.model != ctx.model_path)
-      throw ApiError(404, "The model '" + g.model + "' does not exist; this server serves '" +
-                              ctx.model_name + "'", "not_found_error", "model", "model_not_found");
     ResponsePlan plan;
     plan.meta.id = new_response_id(chat);
     plan.meta.model = ctx.model_name;
@@ -372,31 +378,20 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     plan.choice.tools = g.parse_tool_calls;
     plan.choice.format = ctx.tool_format;
     plan.choice.call_id_prefix = "call_" + plan.meta.id.substr(plan.meta.id.size() - 12) + "_";
-    // Template rendering and tokenization here, on this handler thread, a bounded number at once.
-    EngineRequest prepared;
-    {
-      PrepGate::Slot slot = ctx.prep->acquire(arrival + ctx.prep_timeout, client_gone);
-      if (!slot.held()) throw ClientGone{};
-      prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
-      if (g.echo) plan.echo_text = prompt_text(g, prepared, ctx.tokenizer);
-      if (g.return_token_ids) {
-        plan.return_token_ids = true;
-        plan.prompt_token_ids = prepared.prompt_ids;
-      }
-      if (plan.choice.reasoning) plan.choice.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
-      prepare_constraint(ctx, g);
+    Submitted sub = prepare_and_submit(ctx, g, arrival);
+    ch = sub.ch;
+    plan.choice.prompt_opened = sub.prompt_opened;
+    if (g.echo) plan.echo_text = prompt_text(g, sub.prompt_ids, ctx.tokenizer);
+    if (g.return_token_ids) {
+      plan.return_token_ids = true;
+      plan.prompt_token_ids = std::move(sub.prompt_ids);
     }
-    ch = ctx.loop->submit(std::move(prepared), arrival);
-    std::vector<StreamDelta> first = wait_first(*ch, plan);
+    std::vector<StreamDelta> first = wait_first(*ch, plan.prompt_param);
     if (plan.stream) respond_stream(ctx, ch, std::move(first), plan, std::move(in_flight), res);
     else respond_full(ctx, *ch, std::move(first), plan, res);
     return;
   } catch (const ClientGone&) {
-    res.status = 499;  // logged, never delivered: the socket is shut so nothing is written
-    if (Connection* c = GuardedServer::current_connection()) {
-      c->set_close();
-      c->shutdown_now();
-    }
+    drop_client(res);
   } catch (const ApiError& e) {
     set_error(res, e);
   } catch (const std::exception& e) {

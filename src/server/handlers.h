@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "chat/tool_call_format.h"
@@ -10,6 +11,7 @@
 #include "server/httplib_include.h"
 #include "server/metrics.h"
 #include "server/prompt_prep.h"
+#include "server/response_store.h"
 
 namespace nanovllm {
 class Tokenizer;
@@ -25,6 +27,8 @@ struct ServerContext {
   // Only for LLM::prepare_constraint (thread-safe); everything else of the LLM is the engine
   // thread's.
   const LLM* llm = nullptr;
+  // /v1/responses: stored and background responses (run_server sizes it by --max-stored-responses)
+  std::shared_ptr<ResponseStore> responses = std::make_shared<ResponseStore>(256);
   bool reasoning = false;  // the chat template writes <think>: split reasoning_content
   chat::ToolCallFormat tool_format = chat::ToolCallFormat::kHermes;
   std::string model_name;                // served model name
@@ -51,6 +55,16 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
 // POST /v1/completions (chat = false) and /v1/chat/completions (chat = true); `body` is the
 // request body, already read within the size limit.
 void handle_generate(ServerContext& ctx, const std::string& body, httplib::Response& res, bool chat);
+
+// POST /v1/messages and /v1/messages/count_tokens (Anthropic's Messages API), POST
+// /v1/responses, GET / DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel
+// (api_generate.cc). Their errors use the API's own error shape.
+void handle_messages(ServerContext& ctx, const std::string& body, httplib::Response& res);
+void handle_count_tokens(ServerContext& ctx, const std::string& body, httplib::Response& res);
+void handle_responses(ServerContext& ctx, const std::string& body, httplib::Response& res);
+void handle_response_get(ServerContext& ctx, const std::string& id, httplib::Response& res);
+void handle_response_cancel(ServerContext& ctx, const std::string& id, httplib::Response& res);
+void handle_response_delete(ServerContext& ctx, const std::string& id, httplib::Response& res);
 
 // GET /: the web page (webui.cc).
 void handle_webui(httplib::Response& res);

@@ -14,6 +14,7 @@
 #include "nanovllm/llm.h"
 #include "server/guarded_server.h"
 #include "server/handlers.h"
+#include "server/response_store.h"
 #include "server/signals.h"
 #include "util/check.h"
 
@@ -37,6 +38,8 @@ void validate(const ServerOptions& o) {
   NV_CHECK(o.shutdown_timeout_s >= 0 && o.shutdown_timeout_s <= 86400,
            "--shutdown-timeout must be in [0, 86400] seconds, got ", o.shutdown_timeout_s);
   NV_CHECK(o.preprocess_threads >= 1, "--preprocess-threads must be >= 1, got ", o.preprocess_threads);
+  NV_CHECK(o.max_stored_responses >= 0 && o.max_stored_responses <= 1000000,
+           "--max-stored-responses must be in [0, 1000000], got ", o.max_stored_responses);
 }
 
 namespace {
@@ -69,6 +72,7 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   if (opt.test_step_delay_ms > 0) loop.inject_step_delay(std::chrono::milliseconds(opt.test_step_delay_ms));
   PrepGate prep(opt.preprocess_threads, opt.max_waiting);
   ServerContext ctx;
+  ctx.responses = std::make_shared<ResponseStore>(size_t(opt.max_stored_responses));
   ctx.loop = &loop;
   ctx.metrics = &metrics;
   ctx.prep = &prep;

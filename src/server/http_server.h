@@ -28,6 +28,7 @@ struct ServerOptions {
   double keep_alive_timeout_s = 5;    // --keep-alive-timeout: idle connections close
   double shutdown_timeout_s = 5;      // --shutdown-timeout: SIGTERM drain before aborting
   int preprocess_threads = 4;         // --preprocess-threads: concurrent render + tokenize
+  int max_stored_responses = 256;     // --max-stored-responses: /v1/responses kept for GET / follow-ups
   bool webui = true;                  // --no-webui: GET / answers 404 instead of the web page
   int64_t test_fault_after_steps = -1;  // tests only: the engine fails after N steps
   int test_step_delay_ms = 0;           // tests only: each engine step takes at least this

@@ -1,6 +1,7 @@
 // Routes, authentication, request framing and body limits, and error bodies.
 #include <ctime>
 
+#include "server/anthropic_request.h"
 #include "server/guarded_server.h"
 #include "server/handlers.h"
 #include "server/http_framing.h"
@@ -27,8 +28,23 @@ const char* status_message(int status) {
 }
 
 bool is_generate_route(const httplib::Request& req) {
-  return req.method == "POST" && (req.path == "/v1/completions" || req.path == "/v1/chat/completions" ||
-                                   req.path == "/tokenize" || req.path == "/detokenize");
+  if (req.method != "POST") return false;
+  const std::string& p = req.path;
+  if (p == "/v1/completions" || p == "/v1/chat/completions" || p == "/tokenize" || p == "/detokenize" ||
+      p == "/v1/responses" || p == "/v1/messages" || p == "/v1/messages/count_tokens")
+    return true;
+  // POST /v1/responses/{id}/cancel (SDKs may send an empty JSON body)
+  return p.rfind("/v1/responses/", 0) == 0 && p.size() > 21 && p.compare(p.size() - 7, 7, "/cancel") == 0;
+}
+
+// Anthropic's routes answer errors in Anthropic's shape.
+bool anthropic_route(const std::string& path) { return path.rfind("/v1/messages", 0) == 0; }
+
+void set_route_error(const httplib::Request& req, httplib::Response& res, const ApiError& e) {
+  if (!anthropic_route(req.path)) return set_error(res, e);
+  res.status = e.status;
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(dump_json(anthropic_error_json(e)), "application/json");
 }
 
 void close_after_response() {
@@ -45,7 +61,7 @@ bool read_body(ServerContext& ctx, const httplib::Request& req, const httplib::C
     if (f.kind == BodyFraming::Kind::kLength) body.reserve(size_t(f.length));
   } catch (const ApiError& e) {
     close_after_response();
-    set_error(res, e);
+    set_route_error(req, res, e);
     return false;
   }
   bool too_large = false;
@@ -62,13 +78,13 @@ bool read_body(ServerContext& ctx, const httplib::Request& req, const httplib::C
   Connection* c = GuardedServer::current_connection();
   const ReadFailure why = c ? c->failure() : ReadFailure::kNone;
   if (too_large || why == ReadFailure::kBodyTooLarge)
-    set_error(res, ApiError(413, "request body over the limit of " + std::to_string(ctx.max_body_bytes) +
+    set_route_error(req, res, ApiError(413, "request body over the limit of " + std::to_string(ctx.max_body_bytes) +
                                      " bytes (--max-body-bytes)", "invalid_request_error", "", "payload_too_large"));
   else if (why == ReadFailure::kRequestTimeout)
-    set_error(res, ApiError(408, "request body not received in time (--request-timeout)", "invalid_request_error", "",
+    set_route_error(req, res, ApiError(408, "request body not received in time (--request-timeout)", "invalid_request_error", "",
                             "request_timeout"));
   else
-    set_error(res, bad_request("could not read the request body (malformed chunked encoding, unsupported "
+    set_route_error(req, res, bad_request("could not read the request body (malformed chunked encoding, unsupported "
                                "Content-Encoding, or the connection closed)", "", "bad_body"));
   return false;
 }
@@ -91,6 +107,27 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
     std::string body;
     if (read_body(ctx, req, reader, body, res)) handle_detokenize(ctx, body, res);
   });
+  auto post = [&svr, &ctx](const char* path, void (*handler)(ServerContext&, const std::string&, httplib::Response&)) {
+    svr.Post(path, [&ctx, handler](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      if (read_body(ctx, req, reader, body, res)) handler(ctx, body, res);
+    });
+  };
+  post("/v1/responses", handle_responses);
+  post("/v1/messages", handle_messages);
+  post("/v1/messages/count_tokens", handle_count_tokens);
+  static const char* kResponseId = R"(/v1/responses/([A-Za-z0-9_\-]{1,128}))";
+  svr.Get(kResponseId, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_response_get(ctx, req.matches[1], res);
+  });
+  svr.Delete(kResponseId, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_response_delete(ctx, req.matches[1], res);
+  });
+  svr.Post(R"(/v1/responses/([A-Za-z0-9_\-]{1,128})/cancel)",
+           [&ctx](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+             std::string body;  // read (bounded) and ignored
+             if (read_body(ctx, req, reader, body, res)) handle_response_cancel(ctx, req.matches[1], res);
+           });
   svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
     json model{{"id", ctx.model_name}, {"object", "model"}, {"created", int64_t(std::time(nullptr))},
                {"owned_by", "nanovllm"}, {"root", ctx.model_path}, {"max_model_len", ctx.max_model_len}};
@@ -132,16 +169,17 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
       }
     } catch (const ApiError& e) {
       close_after_response();
-      set_error(res, e);
+      set_route_error(req, res, e);
       return httplib::Server::HandlerResponse::Handled;
     }
     if (api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + api_key)
+    // OpenAI clients send "Authorization: Bearer KEY"; Anthropic's send "x-api-key: KEY".
+    if (req.get_header_value("Authorization") == "Bearer " + api_key || req.get_header_value("x-api-key") == api_key)
       return httplib::Server::HandlerResponse::Unhandled;
     if (body_framing(req.headers, ctx.max_body_bytes).has_body()) close_after_response();
     res.set_header("WWW-Authenticate", "Bearer");
-    set_error(res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
-                            "authentication_error", "", "invalid_api_key"));
+    set_route_error(req, res, ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
+                                       "authentication_error", "", "invalid_api_key"));
     return httplib::Server::HandlerResponse::Handled;
   });
   // Expect: 100-continue: refuse a body we would refuse anyway before the client sends it.
@@ -185,8 +223,8 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
     if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
     if (res.status == 499) return httplib::Server::HandlerResponse::Handled;  // nobody to tell
     const std::string code = res.status == 404 ? "not_found" : res.status == 413 ? "payload_too_large" : "";
-    res.set_content(dump_json(error_json(res.status, msg, error_type_for_status(res.status), "", code)),
-                    "application/json");
+    const ApiError e(res.status, msg, error_type_for_status(res.status), "", code);
+    res.set_content(dump_json(anthropic_route(req.path) ? anthropic_error_json(e) : error_json(e)), "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
   // Last word on the response headers: "Connection: close" whenever this connection ends here.

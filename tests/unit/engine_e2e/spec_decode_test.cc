@@ -98,6 +98,7 @@ void expect_identical(const SpecRun& ref, const SpecRun& got, const std::string&
     EXPECT_EQ(a.finish_reason, b.finish_reason) << w;
     EXPECT_EQ(a.text, b.text) << w;
     EXPECT_EQ(a.error, b.error) << w;
+    EXPECT_EQ(a.stop_reason, b.stop_reason) << w;
     ASSERT_EQ(a.logprobs.size(), b.logprobs.size()) << w;
     for (size_t t = 0; t < a.logprobs.size(); ++t) {
       EXPECT_EQ(a.logprobs[t].logprob, b.logprobs[t].logprob) << w << " token " << t;
@@ -296,6 +297,17 @@ TEST(SpecDecode, StopStringsAndGrammarAreIdentical) {
   const SpecRun plain = generate(spec_base(), prompts, params);
   const SpecRun got = generate(with_spec(spec_base(), 6), prompts, params);
   expect_identical(plain, got, "stop strings");
+  // stop_reason names the stop string that ended each output (vLLM's field; Anthropic's
+  // stop_sequence).
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const RequestOutput& o = plain.outputs[i];
+    if (params[i].stop.empty()) {
+      EXPECT_EQ(o.stop_reason, "") << i;
+      continue;
+    }
+    EXPECT_EQ(o.finish_reason, "stop") << i;
+    EXPECT_EQ(o.stop_reason, params[i].stop[0]) << i;
+  }
 
   // A grammar whose text repeats (drafts accepted: the grammar's masks after each draft let
   // them through) and sampled choices inside it (drafts rejected; the grammar state after a

@@ -24,6 +24,9 @@ struct StructuredOutputsParams {
   std::string regex;                // the whole output matches this regular expression
   std::vector<std::string> choice;  // the output is exactly one of these strings
   bool json_object = false;         // any JSON object
+  // A grammar as text: GBNF / EBNF (`root ::= ...`, llama.cpp's and xgrammar's syntax) or a
+  // Lark subset (`start: ...`); src/structured/grammar_text.h.
+  std::string grammar;
   // Tool calls in the model's own call format (Hermes/Qwen3 <tool_call>{...}</tool_call>, or
   // Llama-3 JSON; chosen from the chat template), their arguments following the tools' parameter
   // schemas. `tools` is the OpenAI "tools" list as JSON text; tool_name "" = one or more calls
@@ -33,7 +36,7 @@ struct StructuredOutputsParams {
   bool disable_any_whitespace = false;  // JSON: no whitespace between tokens (else: src/structured/README.md)
 
   bool empty() const {
-    return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty();
+    return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty() && grammar.empty();
   }
 };
 
@@ -47,6 +50,7 @@ constexpr auto fields_of(const StructuredOutputsParams*) {
       field("regex", &O::regex, "", "the whole output matches this regular expression"),
       field("choice", &O::choice, "", "the output is exactly one of these strings"),
       field("json_object", &O::json_object, "", "any JSON object"),
+      field("grammar", &O::grammar, "", "a GBNF / EBNF (root ::= ...) or Lark (start: ...) grammar"),
       field("tools", &O::tools, "", "OpenAI tools list (JSON text)"),
       field("tool_name", &O::tool_name, "", "exactly one call of this function"),
       field("disable_any_whitespace", &O::disable_any_whitespace, "",

@@ -131,7 +131,8 @@ void bind_params(py::module_& m) {
   bind_struct<StructuredOutputsParams>(
       m, "StructuredOutputsParams",
       "Constrained decoding (vLLM's names), at most one of: json (a JSON schema: str or dict), "
-      "regex, choice (list of str), json_object=True, tools (OpenAI tools list: str or list; "
+      "regex, choice (list of str), json_object=True, grammar (GBNF / EBNF or Lark text), tools "
+      "(OpenAI tools list: str or list; "
       "tool_name picks one function).",
       structured_fields());
   bind_struct<SamplingParams>(

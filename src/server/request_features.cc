@@ -76,7 +76,7 @@ void parse_constraints(const json& b, const std::string& body, size_t max_json_d
                        GenerationRequest& r) {
   static const char* kKeys[] = {"response_format", "structured_outputs", "guided_json",
                                 "guided_regex",    "guided_choice",      "guided_grammar",
-                                "tools",           "tool_choice"};
+                                "grammar",         "tools",              "tool_choice"};
   bool any = false;
   for (const char* k : kKeys) any = any || field(b, k) != nullptr;
   if (!any) return;

@@ -43,6 +43,14 @@ Found regex_field(const std::string& param, const ojson& v) {
   return f;
 }
 
+Found grammar_field(const std::string& param, const ojson& v) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    bad(param, "must be a non-empty string (a GBNF / EBNF or Lark grammar)");
+  Found f{param, {}};
+  f.so.grammar = v.get<std::string>();
+  return f;
+}
+
 Found choice_field(const std::string& param, const ojson& v) {
   if (!v.is_array() || v.empty()) bad(param, "must be a non-empty array of strings");
   Found f{param, {}};
@@ -80,11 +88,14 @@ std::optional<Found> from_structured_outputs(const ojson& so) {
     } else if (k == "disable_any_whitespace") {
       if (!v.is_null() && !v.is_boolean()) bad(p + "." + k, "must be a boolean");
       compact = v == true;
-    } else if (k == "grammar" || k == "structural_tag")
-      bad(p + "." + k, "is not supported (json, regex, choice, json_object are)");
+    } else if (k == "grammar") {
+      c = grammar_field(p + ".grammar", v);
+    } else if (k == "structural_tag") {
+      bad(p + "." + k, "is not supported (json, regex, choice, json_object, grammar are)");
+    }
     else if (!v.is_null() && k != "disable_fallback" && k != "whitespace_pattern")
       bad(p + "." + k, "is not a known field");
-    if (c && r) bad(p, "give only one of json, regex, choice, json_object");
+    if (c && r) bad(p, "give only one of json, regex, choice, json_object, grammar");
     if (c) r = std::move(c);
   }
   if (r) r->so.disable_any_whitespace = compact;
@@ -104,7 +115,9 @@ std::optional<StructuredOutputsParams> request_structured_outputs(const ojson& b
   if (present("guided_json")) add(schema_field("guided_json", body["guided_json"]));
   if (present("guided_regex")) add(regex_field("guided_regex", body["guided_regex"]));
   if (present("guided_choice")) add(choice_field("guided_choice", body["guided_choice"]));
-  if (present("guided_grammar")) bad("guided_grammar", "is not supported (guided_json, guided_regex, guided_choice are)");
+  if (present("guided_grammar")) add(grammar_field("guided_grammar", body["guided_grammar"]));
+  // llama.cpp's server field (GBNF).
+  if (present("grammar")) add(grammar_field("grammar", body["grammar"]));
   if (found.size() > 1) bad(found[1].param, "conflicts with " + found[0].param + ": give one output constraint");
   if (found.empty()) return std::nullopt;
   if (param) *param = found[0].param;

@@ -1,6 +1,7 @@
 #include "structured/output_constraint.h"
 
 #include "structured/constraints.h"
+#include "structured/grammar_text.h"
 #include "structured/tool_constraint.h"
 #include "util/json_bounded.h"
 
@@ -30,6 +31,10 @@ std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p
   if (!p.regex.empty()) {
     std::string re = p.regex;
     return RequestConstraint{"regex", "regex\n" + re, [re] { return regex_grammar(re); }};
+  }
+  if (!p.grammar.empty()) {
+    std::string text = p.grammar;
+    return RequestConstraint{"grammar", "grammar\n" + text, [text] { return text_grammar(text); }};
   }
   if (!p.choice.empty()) {
     std::vector<std::string> choices = p.choice;

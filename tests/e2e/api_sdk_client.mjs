@@ -223,9 +223,32 @@ async function messages() {
     (e) => assert.equal(e.error.error.type, 'authentication_error'));
 }
 
+// Grammars on the chat route: llama.cpp's `grammar` (GBNF), vLLM's `guided_grammar` and
+// `structured_outputs.grammar` (GBNF / EBNF or Lark): every answer is in the language.
+async function grammars() {
+  const msgs = [{ role: 'user', content: 'Answer.' }];
+  const gbnf = 'root ::= ("yes" | "no") " " [0-9]{1,3}';
+  const lark = 'start: ANSWER " " NUM\nANSWER: "yes" | "no"\nNUM: /[0-9]{1,3}/';
+  const cases = [['grammar', gbnf], ['guided_grammar', gbnf], ['structured_outputs', { grammar: gbnf }],
+    ['structured_outputs', { grammar: lark }]];
+  for (const [field, value] of cases) {
+    for (let seed = 0; seed < 3; ++seed) {
+      const r = await openai.chat.completions.create({ model, messages: msgs, max_tokens: 20, seed, [field]: value });
+      const c = r.choices[0];
+      assert.match(c.message.content, /^(yes|no) [0-9]{1,3}$/, `${field} seed ${seed}`);
+      assert.equal(c.finish_reason, 'stop');
+    }
+  }
+  await expectError(openai.chat.completions.create({ model, messages: msgs, grammar: 'root ::= "a"\nb ::= c' }), 400,
+    (e) => assert.match(e.message, /line 2: rule 'c' is used but never defined/));
+  await expectError(openai.chat.completions.create({ model, messages: msgs, structured_outputs: { grammar: 'start: /a/i' } }), 400,
+    (e) => assert.match(e.message, /regex flags/));
+}
+
 async function main() {
   await responses();
   await messages();
+  await grammars();
   console.log('DOCS ' + JSON.stringify(docs));
 }
 

@@ -1,4 +1,4 @@
-"""The Responses API and Anthropic's Messages API (issue 31 items 2, 3, 7) through the official
+"""The Responses API, Anthropic's Messages API and grammars (issue 31 items 2, 3, 5, 7) through the official
 SDKs: npm `openai` (responses.create / stream / retrieve / delete / cancel) and npm
 `@anthropic-ai/sdk` (messages.create / stream / countTokens), both installed by `make deps`,
 against `nanovllm serve --api-key` with a tiny random Qwen3 model. The client script is

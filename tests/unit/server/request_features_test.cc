@@ -88,10 +88,12 @@ TEST(RequestFeatures, ErrorsNameTheField) {
   const std::pair<std::string, std::string> cases[] = {
       {R"("response_format":{"type":"xml"})", "response_format"},
       {R"("response_format":{"type":"json_schema","json_schema":{"name":"x"}})", "response_format"},
-      {R"("guided_grammar":"root ::= x")", "guided_grammar"},
+      {R"("guided_grammar":5)", "guided_grammar"},
+      {R"("grammar":"")", "grammar"},
       {R"("guided_regex":5)", "guided_regex"},
       {R"("guided_choice":[])", "guided_choice"},
-      {R"("structured_outputs":{"grammar":"x"})", "structured_outputs"},
+      {R"("structured_outputs":{"structural_tag":"x"})", "structured_outputs"},
+      {R"("grammar":"root ::= \"a\"","guided_regex":"a")", "grammar"},
       {R"("response_format":{"type":"json_object"},"guided_regex":"a")", "guided_regex"},
       {R"("tool_choice":"required")", "tool_choice"},  // without tools
       {R"("tool_choice":"sometimes",)" + tools, "tool_choice"},

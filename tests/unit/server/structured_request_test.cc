@@ -58,9 +58,11 @@ TEST(RequestConstraint, ErrorsNameTheField) {
       {R"({"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})", "json_schema.schema is required"},
       {R"({"response_format":{"type":"json_object"},"guided_regex":"a"})", "guided_regex: conflicts with response_format"},
       {R"({"structured_outputs":{"regex":"a","choice":["b"]}})", "give only one"},
-      {R"({"structured_outputs":{"grammar":"root ::= \"a\""}})", "structured_outputs.grammar: is not supported"},
+      {R"({"structured_outputs":{"structural_tag":"{}"}})", "structured_outputs.structural_tag: is not supported"},
+      {R"({"structured_outputs":{"grammar":"root ::= \"a\"","regex":"a"}})", "give only one"},
       {R"({"structured_outputs":{"jsn":{}}})", "structured_outputs.jsn: is not a known field"},
-      {R"({"guided_grammar":"x"})", "guided_grammar: is not supported"},
+      {R"({"guided_grammar":""})", "guided_grammar: must be a non-empty string"},
+      {R"({"grammar":["root ::= x"]})", "grammar: must be a non-empty string"},
       {R"({"guided_choice":[]})", "guided_choice: must be a non-empty array"},
       {R"({"guided_regex":5})", "guided_regex: must be a string"},
       {R"({"guided_json":"{bad"})", "guided_json: json_schema is not valid JSON"},
@@ -73,6 +75,16 @@ TEST(RequestConstraint, ErrorsNameTheField) {
     } catch (const ConstraintError& e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << body << ": " << e.what();
     }
+  }
+  // Grammar text problems surface when the grammar is built, with the line.
+  auto g = from(R"({"structured_outputs":{"grammar":"root ::= \"a\"\nb ::= c"}})");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->param, "structured_outputs.grammar");
+  try {
+    (void)g->build();
+    ADD_FAILURE() << "an undefined rule compiled";
+  } catch (const ConstraintError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 2: rule 'c' is used but never defined"), std::string::npos) << e.what();
   }
   // Schema problems surface when the grammar is built (and the server caches the result).
   auto r = from(R"({"guided_json":{"type":"integer","multipleOf":2}})");

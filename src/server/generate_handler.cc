@@ -1,5 +1,6 @@
 // Generation endpoints: submit to the engine loop, then either collect the whole output (JSON)
 // or stream it as server-sent events through a chunked content provider.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <optional>
@@ -80,7 +81,8 @@ struct ResponsePlan {
   bool include_usage = false;
   bool continuous_usage = false;  // with include_usage: usage (so far) on every chunk
   bool logprobs = false;
-  int n = 1;                 // choices (SamplingParams::n)
+  int n = 1;                 // choices returned
+  int engine_n = 1;          // completions sampled (SamplingParams::n; best_of > n: more than n)
   ChoiceOptions choice;      // chat: reasoning / tool-call parsing
   std::string echo_text;     // completions with echo: the prompt text
   bool return_token_ids = false;     // completions: token_ids per choice, prompt_token_ids once
@@ -114,13 +116,13 @@ int choice_index(const StreamDelta& d, int n) { return d.index >= 0 && d.index <
 
 void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> first,
                   const ResponsePlan& plan, httplib::Response& res) {
-  std::vector<Collected> out(size_t(plan.n));
+  std::vector<Collected> out(size_t(plan.engine_n));
   int finished = 0;
   std::vector<StreamDelta> batch = std::move(first);
   auto next_check = Clock::now() + 100ms;
   for (;;) {
     for (auto& d : batch) {
-      Collected& c = out[size_t(choice_index(d, plan.n))];
+      Collected& c = out[size_t(choice_index(d, plan.engine_n))];
       c.text += d.text;
       c.ids.insert(c.ids.end(), d.token_ids.begin(), d.token_ids.end());
       c.lps.insert(c.lps.end(), d.logprobs.begin(), d.logprobs.end());
@@ -130,7 +132,7 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
         ++finished;
       }
     }
-    if (finished >= plan.n) break;
+    if (finished >= plan.engine_n) break;
     Channel::Batch b = ch.wait(100ms);
     if (b.error) throw *b.error;
     if (b.done && b.deltas.empty()) break;
@@ -143,13 +145,26 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
     }
   }
   int prompt_tokens = 0, completion_tokens = 0;
-  json choices = json::array();
-  for (int i = 0; i < plan.n; ++i) {
-    const Collected& c = out[size_t(i)];
+  for (const Collected& c : out) {
     if (!c.finished) throw ApiError(500, "request ended without output", "server_error");
     if (c.last.finish_reason == "error") throw engine_error(c.last, plan.prompt_param);
     prompt_tokens = c.last.num_prompt_tokens;
-    completion_tokens += c.last.num_generated_tokens;
+    completion_tokens += c.last.num_generated_tokens;  // every sampled completion was generated
+  }
+  if (plan.engine_n > plan.n) {
+    // best_of: the n completions with the highest cumulative logprob of their sampled tokens,
+    // best first (ties keep sampling order).
+    auto score = [](const Collected& c) {
+      double s = 0;
+      for (const auto& lp : c.lps) s += double(lp.logprob);
+      return s;
+    };
+    std::stable_sort(out.begin(), out.end(), [&](const Collected& a, const Collected& b) { return score(a) > score(b); });
+    out.resize(size_t(plan.n));
+  }
+  json choices = json::array();
+  for (int i = 0; i < plan.n; ++i) {
+    const Collected& c = out[size_t(i)];
     json lp = nullptr;
     if (plan.logprobs) {
       size_t offset = 0;
@@ -372,7 +387,8 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     plan.include_usage = g.include_usage;
     plan.continuous_usage = g.include_usage && g.continuous_usage;
     plan.logprobs = g.logprobs;
-    plan.n = g.params.n;
+    plan.n = g.num_returned;
+    plan.engine_n = g.params.n;
     plan.prompt_param = chat ? "messages" : "prompt";
     plan.choice.reasoning = chat && ctx.reasoning;
     plan.choice.tools = g.parse_tool_calls;

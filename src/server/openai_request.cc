@@ -182,6 +182,12 @@ void validate_params(const GenerationRequest& r) {
   }
 }
 
+// best_of > n ranks completions by the sum of their sampled tokens' logprobs: the engine must
+// report them (logprobs >= 0) whether or not the client asked (the response shows them only then).
+void rank_needs_logprobs(GenerationRequest& r) {
+  if (r.params.n > r.num_returned) r.params.logprobs = std::max(r.params.logprobs, 0);
+}
+
 std::string content_to_text(const json& content, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   if (content.is_string()) return content.get<std::string>();
@@ -262,6 +268,7 @@ GenerationRequest parse_completion_request(const std::string& body, size_t max_j
   parse_echo_suffix(b, r);
   r.return_token_ids = get_bool(b, "return_token_ids", false);
   parse_constraints(b, body, max_json_depth, r);
+  rank_needs_logprobs(r);
   validate_params(r);
   return r;
 }
@@ -305,6 +312,7 @@ GenerationRequest parse_chat_request(const std::string& body, size_t max_json_de
   }
   parse_constraints(b, body, max_json_depth, r);
   r.add_generation_prompt = get_bool(b, "add_generation_prompt", true);
+  rank_needs_logprobs(r);
   validate_params(r);
   return r;
 }

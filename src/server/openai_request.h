@@ -20,6 +20,9 @@ struct GenerationRequest {
   nlohmann::json template_kwargs = nlohmann::json::object();  // chat: tools, enable_thinking, ...
   bool add_generation_prompt = true;
   SamplingParams params;
+  // best_of > n: the engine samples best_of completions (params.n = best_of) and the n with the
+  // highest cumulative logprob are returned (num_returned = n). Not with stream.
+  int num_returned = 1;
   bool max_tokens_set = false;  // chat without max_tokens: the rest of the context window
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage

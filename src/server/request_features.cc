@@ -63,13 +63,19 @@ ToolChoice parse_tool_choice(const json* tc) {
 }  // namespace
 
 void parse_n(const json& b, GenerationRequest& r) {
-  r.params.n = int_field(b, "n", 1);
-  // best_of > n would sample extra completions and return the n most likely: not done here.
-  const int best_of = int_field(b, "best_of", r.params.n);
-  if (best_of != r.params.n)
-    throw bad_request("'best_of' must equal 'n' (" + std::to_string(r.params.n) +
-                          "): choosing the best of more completions is not supported",
-                      "best_of");
+  const int n = int_field(b, "n", 1);
+  const int best_of = int_field(b, "best_of", n);
+  if (best_of < n)
+    throw bad_request("'best_of' must be >= 'n' (" + std::to_string(n) + "), got " + std::to_string(best_of), "best_of");
+  // best_of > n: sample best_of, return the n with the highest cumulative logprob (vLLM / the
+  // legacy OpenAI API); the sampled tokens' logprobs are needed for the ranking.
+  r.num_returned = n;
+  r.params.n = best_of;
+  if (best_of > n) {
+    if (const json* s = field(b, "stream"); s && s->is_boolean() && s->get<bool>())
+      throw bad_request("'best_of' > 'n' is not supported with stream = true (the best are known at the end)",
+                        "best_of");
+  }
 }
 
 void parse_constraints(const json& b, const std::string& body, size_t max_json_depth,

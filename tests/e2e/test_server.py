@@ -209,6 +209,26 @@ def case_seeded_sampling(srv):
     check(a == b, f"same seed, different text: {a!r} vs {b!r}")
 
 
+def case_best_of(srv):
+    """best_of > n: best_of completions are sampled, the n with the highest cumulative logprob come
+    back, best first; usage counts every sampled token. The same seed without best_of shows the
+    ranking picked the best of the sampled ones."""
+    kw = dict(prompt=list(range(70, 80)), max_tokens=6, ignore_eos=True, temperature=1.0, seed=99)
+    st, _, all4 = completion(srv, n=4, logprobs=0, **kw)
+    check(st == 200, all4)
+    score = lambda c: sum(c["logprobs"]["token_logprobs"])  # noqa: E731
+    want = sorted(all4["choices"], key=score, reverse=True)[:2]
+    st, _, best = completion(srv, n=2, best_of=4, logprobs=0, **kw)
+    check(st == 200, best)
+    check([c["index"] for c in best["choices"]] == [0, 1], best)
+    check([c["text"] for c in best["choices"]] == [c["text"] for c in want],
+          f"best_of picked {[c['text'] for c in best['choices']]}, want {[c['text'] for c in want]}")
+    check(best["usage"]["completion_tokens"] == 4 * 6, best["usage"])
+    # Without logprobs asked, none are shown (they were computed for the ranking only).
+    st, _, plain = completion(srv, n=1, best_of=3, **kw)
+    check(st == 200 and plain["choices"][0]["logprobs"] is None, plain)
+
+
 def case_penalties_and_logit_bias(srv):
     ids = list(range(200, 212))
     pen = dict(presence_penalty=0.5, frequency_penalty=1.0, repetition_penalty=1.3)
@@ -243,7 +263,8 @@ def case_errors(srv):
     expect_error(completion(srv, prompt="x", top_p=5), 400, "top_p")
     expect_error(completion(srv, prompt="x", max_tokens=0), 400, "max_tokens")
     expect_error(completion(srv, prompt="x", n=65), 400, "n")
-    expect_error(completion(srv, prompt="x", n=2, best_of=3), 400, "best_of")
+    expect_error(completion(srv, prompt="x", n=2, best_of=1), 400, "best_of")
+    expect_error(completion(srv, prompt="x", n=2, best_of=3, stream=True), 400, "best_of")
     expect_error(completion(srv, prompt="x", suffix="y"), 400, "suffix")
     expect_error(completion(srv, prompt="x", logprobs=99), 400, "logprobs")
     expect_error(completion(srv, prompt="x", presence_penalty=3), 400, "presence_penalty")
@@ -486,6 +507,7 @@ def main():
             run.case("chat: stream, kwargs, tools, logprobs", case_chat, srv)
             run.case("stop strings", case_stop_string, srv)
             run.case("seeded sampling is reproducible", case_seeded_sampling, srv)
+            run.case("best_of ranks by cumulative logprob", case_best_of, srv)
             run.case("penalties and logit_bias", case_penalties_and_logit_bias, srv)
             run.case("errors and status codes", case_errors, srv)
             run.case("200 concurrent streaming clients", case_concurrent, srv)

@@ -2,8 +2,8 @@
 // built by `make fuzz`:
 //   build-fuzz/fuzz_structured -max_total_time=300
 // Input: one mode byte, a spec, a NUL byte, then driver bytes.
-//   mode % 3 == 0: spec is a JSON schema; 1: a regex; 2: the driver bytes are model output for
-//   the tool-call and reasoning parsers (spec unused).
+//   mode % 5 == 0: spec is a JSON schema; 1: a regex; 2: the driver bytes are model output for
+//   the tool-call and reasoning parsers (spec unused); 3: a GBNF grammar; 4: a Lark grammar.
 // Invariants: compiling either succeeds or throws nanovllm::Error; while generating with the
 // driver bytes choosing among the allowed tokens, the mask is never empty before termination,
 // chosen tokens are accepted, and mask bits agree with is_allowed; a parser's result does not
@@ -16,6 +16,7 @@
 #include "chat/reasoning_parser.h"
 #include "chat/tool_parser.h"
 #include "structured/constraints.h"
+#include "structured/grammar_text.h"
 #include "structured/matcher.h"
 
 using namespace nanovllm::structured;
@@ -90,7 +91,7 @@ void parsers(std::string_view text, size_t cut) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  int mode = data[0] % 3;
+  int mode = data[0] % 5;
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   size_t nul = rest.find('\0');
   std::string_view spec = rest.substr(0, nul), driver = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
@@ -104,8 +105,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       JsonSchemaOptions opt;
       opt.max_states = 5000;
       g = json_schema_grammar(parse_json_schema(spec), opt);
-    } else {
+    } else if (mode == 1) {
       g = regex_grammar(spec, 5000);
+    } else if (mode == 3) {
+      g = gbnf_grammar(spec, 5000);
+    } else {
+      g = lark_grammar(spec, 5000);
     }
   } catch (const nanovllm::Error&) {
     return 0;

@@ -77,6 +77,12 @@ TEST(RequestFeatures, ToolChoiceModes) {
 TEST(RequestFeatures, NAndEcho) {
   EXPECT_EQ(chat(R"("n":3)").params.n, 3);
   EXPECT_EQ(chat(R"("n":4,"best_of":4)").params.n, 4);
+  // best_of > n: the engine samples best_of, n come back, logprobs computed for the ranking.
+  auto bo = chat(R"("n":2,"best_of":5)");
+  EXPECT_EQ(bo.params.n, 5);
+  EXPECT_EQ(bo.num_returned, 2);
+  EXPECT_EQ(bo.params.logprobs, 0);
+  EXPECT_FALSE(bo.logprobs);
   auto e = parse_completion_request(R"({"prompt":"p","echo":true})");
   EXPECT_TRUE(e.echo);
   EXPECT_NO_THROW(

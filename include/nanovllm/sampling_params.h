@@ -84,6 +84,11 @@ struct SamplingParams {
   // full KV blocks are shared through ref counts). Outputs carry index 0..n-1; completion i > 0
   // samples with a seed derived from `seed` and i, so a seeded request is reproducible.
   int n = 1;                         // [1, 64]
+  // Reasoning models: at most this many generated tokens inside <think> ... </think>, then
+  // </think> is forced (src/engine/thinking_budget.h). -1: unlimited. Needs a model whose
+  // tokenizer has both markers as tokens; ignored with an output constraint (the grammar
+  // decides every token, and no grammar admits the markers).
+  int thinking_budget = -1;
   StructuredOutputsParams structured_outputs;
 
   // Throws nanovllm::Error naming the parameter and value ("top_p must be in (0, 1], got 0").
@@ -147,6 +152,8 @@ constexpr auto fields_of(const SamplingParams*) {
       field("skip_special_tokens", &S::skip_special_tokens, "", "decode without special tokens"),
       field("n", &S::n, "", "completions per prompt, their prefill shared",
             rule::in_closed<1, 64>),
+      field("thinking_budget", &S::thinking_budget, "", "max tokens inside <think> (then </think> is forced); -1 = unlimited",
+            +[](const int& v) { return v >= -1 ? std::string() : rule::got("-1 (unlimited) or >= 0", v); }),
       field("structured_outputs", &S::structured_outputs, "",
             "constrained decoding (StructuredOutputsParams)"),
   };

@@ -27,6 +27,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
 
   // EOS: generation_config.json / tokenizer_config.json (via the tokenizer), then config.json.
   if (tokenizer_) eos_ids_ = tokenizer_->eos_token_ids();
+  think_tokens_ = ThinkTokens::from(tokenizer_.get());
   for (int id : mc_.eos_token_ids)
     if (std::find(eos_ids_.begin(), eos_ids_.end(), id) == eos_ids_.end()) eos_ids_.push_back(id);
 
@@ -129,6 +130,9 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  const bool budget = params.thinking_budget >= 0 && params.structured_outputs.empty();
+  NV_CHECK(!budget || think_tokens_.valid(),
+           "thinking_budget needs a reasoning model (its tokenizer has no <think> / </think> tokens)");
   prepare_constraint(params.structured_outputs);
 
   // One Completion per n (sequence ids id .. id + n - 1); only completion 0 is scheduled now,
@@ -142,6 +146,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
                                           config_.kvcache_block_size, eos_ids_, tokenizer_.get());
     c->held = i > 0;
     if (!params.structured_outputs.empty()) c->grammar = structured_->start(params.structured_outputs);
+    if (budget) c->thinking = std::make_unique<ThinkingBudget>(params.thinking_budget, think_tokens_, ids, mc_.vocab_size);
     r.completions.push_back(std::move(c));
   }
   r.num_unfinished = params.n;
@@ -243,12 +248,14 @@ std::vector<RequestOutput> LLMEngine::step() {
         if (ss.num_spec_tokens == 0) {
           batch.rows.push_back(c.sampling.row(nc));
           if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
+          else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed();
         } else {
           const std::span<const int> drafts(c.seq.spec_token_ids);
           if (c.grammar) c.grammar->masks_after(drafts, spec_masks.emplace_back());
           for (int i = 0; i <= ss.num_spec_tokens; ++i) {
             batch.rows.push_back(c.sampling.row_after(nc, drafts.first(size_t(i)), spec_history.emplace_back()));
             if (c.grammar) batch.rows.back().allowed = spec_masks.back()[size_t(i)];
+            else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed_after(drafts.first(size_t(i)));
           }
         }
         sampled.push_back(&c);

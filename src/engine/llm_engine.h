@@ -78,6 +78,7 @@ class LLMEngine {
   ModelConfig mc_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<StructuredDecoding> structured_;  // null without a tokenizer
+  ThinkTokens think_tokens_;                        // the <think> / </think> ids (thinking_budget)
   std::vector<int> eos_ids_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -16,6 +16,7 @@
 #include "engine/request_sampling.h"
 #include "engine/sequence.h"
 #include "engine/structured_decoding.h"
+#include "engine/thinking_budget.h"
 #include "nanovllm/request_output.h"
 #include "nanovllm/sampling_params.h"
 
@@ -34,6 +35,7 @@ struct Completion {
   bool held = false;                         // index > 0, not yet forked into the scheduler
   bool ended = false;                        // finished and its final event sent (LLMEngine::finish)
   std::unique_ptr<SequenceGrammar> grammar;  // null without structured_outputs
+  std::unique_ptr<ThinkingBudget> thinking;  // null without thinking_budget (or with a grammar)
   Sequence seq;                              // prompt + generated ids, blocks, status, finish reason
   RequestSampling sampling;                  // the sampling op's row inputs
   OutputStream output;                       // text, stop strings, logprobs, streamed offsets

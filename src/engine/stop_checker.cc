@@ -23,6 +23,7 @@ FinishReason token_stop_reason(const Sequence& seq, int token, std::span<const i
 
 FinishReason StopChecker::check(Completion& c, int token, const TokenLogprobs* logprobs) const {
   c.sampling.on_token(token);
+  if (c.thinking) c.thinking->on_token(token);
   const bool stop_string = c.output.on_token(token, c.request.params.logprobs >= 0 ? logprobs : nullptr);
   if (c.grammar) {
     if (!c.grammar->accept(token)) {

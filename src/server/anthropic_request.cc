@@ -149,8 +149,11 @@ MessagesRequest translate(const ojson& b, size_t max_json_depth, bool count_only
     else if (type != "disabled")
       throw bad_request("'thinking.type' must be \"enabled\", \"adaptive\" or \"disabled\", got \"" + type + "\"",
                         "thinking");
-    if (const ojson* bt = opt_field(*th, "budget_tokens"); bt && !bt->is_number_integer())
-      throw field_type_error("thinking.budget_tokens", "an integer");
+    if (const ojson* bt = opt_field(*th, "budget_tokens")) {
+      if (!bt->is_number_integer() || bt->get<int64_t>() < 0)
+        throw bad_request("'thinking.budget_tokens' must be a non-negative integer", "thinking");
+      if (r.thinking) chat["thinking_budget"] = *bt;  // at most this many thinking tokens
+    }
   }
   chat["chat_template_kwargs"] = ojson{{"enable_thinking", r.thinking}};
   if (const ojson* mcp = opt_field(b, "mcp_servers"); mcp && !(mcp->is_array() && mcp->empty()))

@@ -44,7 +44,7 @@ void copy_sampling_fields(const ojson& from, ojson& chat) {
   static const char* kSame[] = {"temperature", "top_p",  "top_k",           "min_p",
                                 "seed",        "presence_penalty", "frequency_penalty",
                                 "repetition_penalty", "min_tokens", "ignore_eos", "logit_bias",
-                                "stop_token_ids", "skip_special_tokens"};
+                                "stop_token_ids", "skip_special_tokens", "thinking_budget"};
   for (const char* k : kSame)
     if (const ojson* v = opt_field(from, k)) chat[k] = *v;
 }

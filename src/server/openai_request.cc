@@ -188,6 +188,24 @@ void rank_needs_logprobs(GenerationRequest& r) {
   if (r.params.n > r.num_returned) r.params.logprobs = std::max(r.params.logprobs, 0);
 }
 
+// OpenAI's reasoning_effort on a reasoning model: none / minimal turn thinking off (the
+// template's enable_thinking, unless chat_template_kwargs sets it), low / medium a thinking
+// budget of 1024 / 4096 tokens (unless thinking_budget is given), high unlimited.
+void parse_reasoning_effort(const json& b, GenerationRequest& r) {
+  const json* e = field(b, "reasoning_effort");
+  if (!e) return;
+  if (!e->is_string()) throw type_error("reasoning_effort", "a string");
+  const std::string v = e->get<std::string>();
+  if (v == "none" || v == "minimal") {
+    if (!r.template_kwargs.contains("enable_thinking")) r.template_kwargs["enable_thinking"] = false;
+  } else if (v == "low" || v == "medium") {
+    if (!field(b, "thinking_budget")) r.params.thinking_budget = v == "low" ? 1024 : 4096;
+  } else if (v != "high" && v != "xhigh") {
+    throw bad_request("'reasoning_effort' must be none, minimal, low, medium or high, got \"" + v + "\"",
+                      "reasoning_effort");
+  }
+}
+
 std::string content_to_text(const json& content, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   if (content.is_string()) return content.get<std::string>();
@@ -310,6 +328,7 @@ GenerationRequest parse_chat_request(const std::string& body, size_t max_json_de
     if (!k->is_object()) throw type_error("chat_template_kwargs", "an object");
     r.template_kwargs = *k;
   }
+  parse_reasoning_effort(b, r);
   parse_constraints(b, body, max_json_depth, r);
   r.add_generation_prompt = get_bool(b, "add_generation_prompt", true);
   rank_needs_logprobs(r);

@@ -188,10 +188,11 @@ ResponsesRequest parse_responses_request(const std::string& body, size_t max_jso
   if (const ojson* rz = opt_field(b, "reasoning")) {
     if (!rz->is_object()) throw field_type_error("reasoning", "an object");
     const std::string effort = string_field(*rz, "effort", "reasoning.effort");
-    if (effort == "none" || effort == "minimal") chat["chat_template_kwargs"] = ojson{{"enable_thinking", false}};
-    else if (!effort.empty() && effort != "low" && effort != "medium" && effort != "high" && effort != "xhigh")
+    if (!effort.empty() && effort != "none" && effort != "minimal" && effort != "low" && effort != "medium" &&
+        effort != "high" && effort != "xhigh")
       throw bad_request("'reasoning.effort' must be none, minimal, low, medium, high or xhigh, got \"" + effort + "\"",
                         "reasoning");
+    if (!effort.empty()) chat["reasoning_effort"] = effort;  // the chat route's mapping
   }
   if (const ojson* mt = opt_field(b, "max_output_tokens")) chat["max_tokens"] = *mt;
   if (const ojson* s = opt_field(b, "stream")) chat["stream"] = *s;

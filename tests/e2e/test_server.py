@@ -229,6 +229,29 @@ def case_best_of(srv):
     check(st == 200 and plain["choices"][0]["logprobs"] is None, plain)
 
 
+def case_thinking_budget(srv):
+    """thinking_budget on a prompt that opens <think> (Qwen3's ids): token budget+1 is </think>,
+    the tokens before it as without a budget; reasoning_effort is checked and maps to budgets."""
+    think_open, think_close = 151667, 151668
+    prompt = [151644, 77091, 198, think_open, 198]
+    kw = dict(prompt=prompt, max_tokens=8, ignore_eos=True, temperature=1.0, seed=3, return_token_ids=True,
+              skip_special_tokens=False)
+    st, _, free = completion(srv, **kw)
+    check(st == 200, free)
+    st, _, r = completion(srv, thinking_budget=2, **kw)
+    check(st == 200, r)
+    ids, free_ids = r["choices"][0]["token_ids"], free["choices"][0]["token_ids"]
+    if think_close not in free_ids[:3]:
+        check(ids[:2] == free_ids[:2] and ids[2] == think_close, f"budget 2: {ids} (free: {free_ids})")
+    expect_error(completion(srv, prompt="x", thinking_budget=-2), 400, "thinking_budget")
+    st, _, body = srv.post_json("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                         "reasoning_effort": "loud"})
+    expect_error((st, None, body), 400, "reasoning_effort")
+    st, _, body = srv.post_json("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                         "reasoning_effort": "low", "max_tokens": 2})
+    check(st == 200, body)
+
+
 def case_penalties_and_logit_bias(srv):
     ids = list(range(200, 212))
     pen = dict(presence_penalty=0.5, frequency_penalty=1.0, repetition_penalty=1.3)
@@ -508,6 +531,7 @@ def main():
             run.case("stop strings", case_stop_string, srv)
             run.case("seeded sampling is reproducible", case_seeded_sampling, srv)
             run.case("best_of ranks by cumulative logprob", case_best_of, srv)
+            run.case("thinking budget forces </think>", case_thinking_budget, srv)
             run.case("penalties and logit_bias", case_penalties_and_logit_bias, srv)
             run.case("errors and status codes", case_errors, srv)
             run.case("200 concurrent streaming clients", case_concurrent, srv)

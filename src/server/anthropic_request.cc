@@ -177,6 +177,7 @@ MessagesRequest translate(const ojson& b, size_t max_json_depth, bool count_only
     copy_sampling_fields(b, chat);
   }
   r.g = parse_translated_chat(chat, max_json_depth, {{"stop", "stop_sequences"}, {"max_completion_tokens", "max_tokens"}});
+  r.g.soft_thinking_budget = chat.contains("thinking_budget");
   return r;
 }
 

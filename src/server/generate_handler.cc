@@ -362,6 +362,7 @@ Submitted prepare_and_submit(ServerContext& ctx, const GenerationRequest& g, Clo
     PrepGate::Slot slot = ctx.prep->acquire(arrival + ctx.prep_timeout, client_gone);
     if (!slot.held()) throw ClientGone{};
     prepared = prepare_prompt(g, ctx.tokenizer, ctx.max_model_len);
+    if (g.soft_thinking_budget && !ctx.reasoning) prepared.params.thinking_budget = -1;
     if (g.chat && ctx.reasoning) s.prompt_opened = prompt_opens_think(prepared.prompt_ids, ctx.tokenizer);
     prepare_constraint(ctx, g);
   }

@@ -199,7 +199,10 @@ void parse_reasoning_effort(const json& b, GenerationRequest& r) {
   if (v == "none" || v == "minimal") {
     if (!r.template_kwargs.contains("enable_thinking")) r.template_kwargs["enable_thinking"] = false;
   } else if (v == "low" || v == "medium") {
-    if (!field(b, "thinking_budget")) r.params.thinking_budget = v == "low" ? 1024 : 4096;
+    if (!field(b, "thinking_budget")) {
+      r.params.thinking_budget = v == "low" ? 1024 : 4096;
+      r.soft_thinking_budget = true;
+    }
   } else if (v != "high" && v != "xhigh") {
     throw bad_request("'reasoning_effort' must be none, minimal, low, medium or high, got \"" + v + "\"",
                       "reasoning_effort");

@@ -23,6 +23,10 @@ struct GenerationRequest {
   // best_of > n: the engine samples best_of completions (params.n = best_of) and the n with the
   // highest cumulative logprob are returned (num_returned = n). Not with stream.
   int num_returned = 1;
+  // params.thinking_budget came from reasoning_effort / Anthropic's budget_tokens, not from an
+  // explicit thinking_budget: dropped for a model without a <think> template (as vLLM ignores
+  // reasoning_effort there) instead of refusing the request.
+  bool soft_thinking_budget = false;
   bool max_tokens_set = false;  // chat without max_tokens: the rest of the context window
   bool stream = false;
   bool include_usage = false;   // stream_options.include_usage

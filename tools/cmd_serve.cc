@@ -59,6 +59,11 @@ int run_serve(int argc, char** argv) {
   // failure and disconnect paths can be exercised deterministically.
   app.add_option("--test-engine-fault-after-steps", opt.test_fault_after_steps)->group("");
   app.add_option("--test-engine-step-delay-ms", opt.test_step_delay_ms)->group("");
+  app.add_option("--scheduling-policy", cfg.scheduling_policy,
+                 "fcfs | priority: requests' 'priority' field orders admission (lower first) and "
+                 "preemption (highest value first)")
+      ->check(CLI::IsMember({"fcfs", "priority"}))
+      ->capture_default_str();
   add_engine_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
   server::validate(opt);

@@ -41,6 +41,10 @@ struct Config {
   float cpu_kvcache_fraction = 0.2f;
   std::string device = "auto";           // auto | cpu | cuda
   std::string policy = "prefill-first";  // prefill-first | mixed
+  // fcfs | priority (vLLM's --scheduling-policy): with priority, waiting requests are admitted by
+  // SamplingParams::priority (lower first, then arrival) and preemption takes the running
+  // sequence with the highest priority value (the youngest among equals) instead of the youngest.
+  std::string scheduling_policy = "fcfs";
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads per rank; 0: cores / tensor_parallel_size
   // Weights quantized at load (CPU): auto | none | int8 | int4 (| int4-g32 | int4-g64 |
@@ -79,6 +83,7 @@ struct Config {
 
 inline constexpr std::string_view kDeviceChoices[] = {"auto", "cpu", "cuda"};
 inline constexpr std::string_view kPolicyChoices[] = {"prefill-first", "mixed"};
+inline constexpr std::string_view kSchedulingPolicyChoices[] = {"fcfs", "priority"};
 // kernels/quantized.h: parse_quant_scheme() takes each of these.
 inline constexpr std::string_view kQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
@@ -133,6 +138,12 @@ constexpr auto fields_of(const Config*) {
       choice_field("device", &C::device, "--device", "auto | cpu | cuda", kDeviceChoices),
       choice_field("policy", &C::policy, "--policy", "scheduling policy: prefill-first | mixed",
                    kPolicyChoices),
+      // No engine flag: requests carry priorities through the server (`serve --scheduling-policy`)
+      // and the Python API; a batch from `generate` has none to order.
+      choice_field("scheduling_policy", &C::scheduling_policy, "",
+                   "request order: fcfs | priority (SamplingParams.priority, lower first; preempts the "
+                   "highest value first)",
+                   kSchedulingPolicyChoices),
       field("enable_prefix_caching", &C::enable_prefix_caching, "--no-prefix-caching",
             "disable prefix caching"),
       field("num_threads", &C::num_threads, "--threads",

@@ -89,6 +89,9 @@ struct SamplingParams {
   // tokenizer has both markers as tokens; ignored with an output constraint (the grammar
   // decides every token, and no grammar admits the markers).
   int thinking_budget = -1;
+  // Scheduling priority with Config::scheduling_policy "priority": lower runs sooner and is
+  // preempted later (vLLM's request priority). Must be 0 under "fcfs".
+  int priority = 0;
   StructuredOutputsParams structured_outputs;
 
   // Throws nanovllm::Error naming the parameter and value ("top_p must be in (0, 1], got 0").
@@ -154,6 +157,7 @@ constexpr auto fields_of(const SamplingParams*) {
             rule::in_closed<1, 64>),
       field("thinking_budget", &S::thinking_budget, "", "max tokens inside <think> (then </think> is forced); -1 = unlimited",
             +[](const int& v) { return v >= -1 ? std::string() : rule::got("-1 (unlimited) or >= 0", v); }),
+      field("priority", &S::priority, "", "scheduling priority (lower first) with scheduling_policy priority"),
       field("structured_outputs", &S::structured_outputs, "",
             "constrained decoding (StructuredOutputsParams)"),
   };

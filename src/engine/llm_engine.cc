@@ -60,6 +60,7 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   sc.block_size = config_.kvcache_block_size;
   sc.max_model_len = config_.max_model_len;
   sc.policy = policy;
+  sc.priority = config_.scheduling_policy == "priority";
   sc.enable_prefix_caching = config_.enable_prefix_caching;
   scheduler_ = std::make_unique<Scheduler>(sc);
   stop_ = std::make_unique<StopChecker>(eos_ids_, scheduler_->max_seq_len());
@@ -130,6 +131,8 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  NV_CHECK(params.priority == 0 || config_.scheduling_policy == "priority",
+           "priority ", params.priority, " needs the priority scheduling policy (--scheduling-policy priority)");
   const bool budget = params.thinking_budget >= 0 && params.structured_outputs.empty();
   NV_CHECK(!budget || think_tokens_.valid(),
            "thinking_budget needs a reasoning model (its tokenizer has no <think> / </think> tokens)");

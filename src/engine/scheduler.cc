@@ -47,7 +47,45 @@ void Scheduler::add(Sequence* seq) {
   seq->status = SequenceStatus::WAITING;
   seq->prefilled = false;
   live_.emplace(seq->seq_id, seq);
-  waiting_.push_back(seq);
+  enqueue_waiting(seq, false);
+}
+
+void Scheduler::enqueue_waiting(Sequence* seq, bool preempted) {
+  if (!config_.priority) {
+    if (preempted) waiting_.push_front(seq);
+    else waiting_.push_back(seq);
+    return;
+  }
+  // Before the first waiting sequence that ranks after it: (priority, seq_id) ascending. A
+  // preempted sequence is older than the new ones of its priority, so it goes before them.
+  auto later = [seq](const Sequence* w) {
+    return std::pair(w->params.priority, w->seq_id) > std::pair(seq->params.priority, seq->seq_id);
+  };
+  waiting_.insert(std::find_if(waiting_.begin(), waiting_.end(), later), seq);
+}
+
+void Scheduler::sort_running_by_priority() {
+  if (!config_.priority) return;
+  std::stable_sort(running_.begin(), running_.end(), [](const Sequence* a, const Sequence* b) {
+    return std::pair(a->params.priority, a->seq_id) < std::pair(b->params.priority, b->seq_id);
+  });
+}
+
+Sequence* Scheduler::take_victim(size_t from, Sequence* self) {
+  if (running_.size() <= from) return self;
+  if (!config_.priority) {
+    Sequence* v = running_.back();
+    running_.pop_back();
+    return v;
+  }
+  auto rank = [](const Sequence* s) { return std::pair(s->params.priority, s->seq_id); };
+  auto best = running_.begin() + std::ptrdiff_t(from);
+  for (auto it = best; it != running_.end(); ++it)
+    if (rank(*it) > rank(*best)) best = it;
+  if (rank(self) > rank(*best)) return self;
+  Sequence* v = *best;
+  running_.erase(best);
+  return v;
 }
 
 SchedulerOutput Scheduler::schedule() {
@@ -59,7 +97,7 @@ void Scheduler::preempt(Sequence* seq, SchedulerOutput& out) {
   seq->prefilled = false;
   seq->spec_token_ids.clear();
   block_manager_.deallocate(*seq);
-  waiting_.push_front(seq);
+  enqueue_waiting(seq, true);
   ++out.num_preempted;
   ++num_preemptions_;
 }
@@ -95,18 +133,17 @@ SchedulerOutput Scheduler::schedule_prefill_first() {
 
   // Decode: one token for each running sequence (in order); when no block is free for a
   // sequence that needs one, preempt the youngest (tail), and finally the sequence itself.
+  // Priority: in priority order, so that every victim ranks after every decoded sequence.
+  sort_running_by_priority();
   std::vector<Sequence*> scheduled;
   while (!running_.empty() && num_seqs < config_.max_num_seqs) {
     Sequence* seq = running_.front();
     running_.pop_front();
     bool ok = true;
     while (!block_manager_.can_append(*seq)) {
-      if (!running_.empty()) {
-        Sequence* victim = running_.back();
-        running_.pop_back();
-        preempt(victim, out);
-      } else {
-        preempt(seq, out);
+      Sequence* victim = take_victim(0, seq);
+      preempt(victim, out);
+      if (victim == seq) {
         ok = false;
         break;
       }
@@ -157,7 +194,9 @@ SchedulerOutput Scheduler::schedule_mixed() {
   int budget = config_.max_num_batched_tokens;
   int num_seqs = 0;
 
-  // 1) One decode token for every prefilled running sequence, preempting from the tail.
+  // 1) One decode token for every prefilled running sequence, preempting from the tail
+  //    (priority: in priority order, victims the lowest ranked).
+  sort_running_by_priority();
   for (size_t i = 0; i < running_.size();) {
     if (num_seqs >= config_.max_num_seqs || budget <= 0) break;
     Sequence* seq = running_[i];
@@ -167,18 +206,21 @@ SchedulerOutput Scheduler::schedule_mixed() {
     }
     bool ok = true;
     while (!block_manager_.can_append(*seq)) {
-      if (running_.size() > i + 1) {
-        Sequence* victim = running_.back();
-        running_.pop_back();
-        preempt(victim, out);
-      } else {
+      Sequence* victim = take_victim(i + 1, seq);
+      if (victim == seq) {
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
         preempt(seq, out);
         ok = false;
         break;
       }
+      preempt(victim, out);
     }
-    if (!ok) break;  // seq was the last running sequence
+    if (!ok) {
+      // FCFS: seq was the last running sequence. Priority: the later ones outrank it and still
+      // need their decode token.
+      if (config_.priority) continue;
+      break;
+    }
     block_manager_.may_append(*seq);
     out.seqs.push_back({seq, 1, true});
     ++out.num_decode_tokens;

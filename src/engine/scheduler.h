@@ -32,6 +32,9 @@ struct SchedulerConfig {
   int max_model_len = 4096;
   SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   bool enable_prefix_caching = true;
+  // Config::scheduling_policy "priority": waiting ordered by (params.priority, seq_id);
+  // preemption victims chosen by the highest (params.priority, seq_id).
+  bool priority = false;
 };
 
 // Whether a sequence that just got `token` appended (the `sample_row`-th sampled row of the step)
@@ -109,6 +112,14 @@ class Scheduler {
   SchedulerOutput schedule_prefill_first();
   SchedulerOutput schedule_mixed();
   void preempt(Sequence* seq, SchedulerOutput& out);
+  // Puts `seq` into waiting_: FCFS appends a new one (front: a preempted one), priority inserts
+  // it by (priority, seq_id).
+  void enqueue_waiting(Sequence* seq, bool preempted);
+  // The preemption victim among running_[from, end) and `self`: FCFS the tail of running_ (self
+  // when none is left), priority the highest (priority, seq_id). Removes a running_ victim.
+  Sequence* take_victim(size_t from, Sequence* self);
+  // Priority: running_ by (priority, seq_id) before a decode pass (a no-op under FCFS).
+  void sort_running_by_priority();
   // Extends the decode entries out.seqs[0, num_decode) by the drafts their sequences carry, as
   // far as free blocks (never preempting for a draft), the budget, max_tokens and
   // max_seq_len allow.

@@ -432,6 +432,35 @@ def case_metrics_text(srv):
 # ------------------------------------------------------------ other servers
 
 
+def case_priority_scheduling(tmp, model):
+    """--scheduling-policy priority with one sequence at a time: while a long request runs, a
+    priority-5 request is queued, then a priority-0 one; the priority-0 one is admitted first."""
+    log = os.path.join(tmp, "serve-priority.log")
+    with U.Server(["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--max-num-seqs", 1,
+                   "--scheduling-policy", "priority", "--test-engine-step-delay-ms", 10], log) as srv:
+        done = []
+        lock = threading.Lock()
+
+        def client(name, prio, tokens):
+            st, _, body = srv.post_json("/v1/completions", {"prompt": [100, 200, 300], "max_tokens": tokens,
+                                                            "ignore_eos": True, "priority": prio})
+            with lock:
+                done.append((name, st))
+
+        long = threading.Thread(target=client, args=("long", 0, 60))
+        long.start()
+        time.sleep(0.3)  # running
+        low = threading.Thread(target=client, args=("low", 5, 4))
+        low.start()
+        time.sleep(0.2)  # waiting
+        high = threading.Thread(target=client, args=("high", 0, 4))
+        high.start()
+        for t in (long, low, high):
+            t.join(60)
+        check([n for n, _ in done] == ["long", "high", "low"] and all(st == 200 for _, st in done),
+              f"completion order {done}")
+
+
 def case_queue_bound_and_sigterm(tmp, model):
     log = os.path.join(tmp, "serve-bounded.log")
     with U.Server(["--model", model, "--threads", "2", "--max-model-len", MAX_LEN, "--max-num-seqs", 1,
@@ -540,6 +569,7 @@ def main():
             if run.failed:
                 print("server log tail:\n" + srv.tail_log())
         run.case("waiting-queue bound (503) and SIGTERM", case_queue_bound_and_sigterm, tmp, model)
+        run.case("priority scheduling admits by priority", case_priority_scheduling, tmp, model)
         run.case("stories260K greedy", case_stories, tmp)
     finally:
         subprocess.run(["rm", "-rf", tmp])

@@ -37,6 +37,10 @@ int run_make_model(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--attention-bias", o.attention_bias,
                "llama / qwen3: attention_bias true, with q/k/v/o_proj biases (qwen2 always has q/k/v)");
+  app.add_option("--pooling", o.pooling,
+                 "an embedding model: sentence-transformers pooling files (modules.json, "
+                 "1_Pooling/config.json, Normalize) with this mode")
+      ->check(CLI::IsMember({"last", "mean", "cls"}));
   app.add_option("--rope-scaling", o.rope_scaling,
                  "config.json rope_scaling as JSON, e.g. '{\"rope_type\":\"yarn\",\"factor\":4,"
                  "\"original_max_position_embeddings\":64}'");

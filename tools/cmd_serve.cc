@@ -59,6 +59,11 @@ int run_serve(int argc, char** argv) {
   // failure and disconnect paths can be exercised deterministically.
   app.add_option("--test-engine-fault-after-steps", opt.test_fault_after_steps)->group("");
   app.add_option("--test-engine-step-delay-ms", opt.test_step_delay_ms)->group("");
+  app.add_option("--task", cfg.task,
+                 "auto | generate | embed: an embedding model serves /v1/embeddings (auto: embed when "
+                 "the model folder has sentence-transformers pooling files)")
+      ->check(CLI::IsMember({"auto", "generate", "embed"}))
+      ->capture_default_str();
   app.add_option("--scheduling-policy", cfg.scheduling_policy,
                  "fcfs | priority: requests' 'priority' field orders admission (lower first) and "
                  "preemption (highest value first)")

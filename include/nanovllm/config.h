@@ -45,6 +45,10 @@ struct Config {
   // SamplingParams::priority (lower first, then arrival) and preemption takes the running
   // sequence with the highest priority value (the youngest among equals) instead of the youngest.
   std::string scheduling_policy = "fcfs";
+  // auto | generate | embed. embed: every request is prefill-only and returns one pooled,
+  // normalized vector (RequestOutput::embedding; models/pooling_config.h); auto picks embed
+  // when the model folder has sentence-transformers pooling files.
+  std::string task = "auto";
   bool enable_prefix_caching = true;
   int num_threads = 0;                   // CPU threads per rank; 0: cores / tensor_parallel_size
   // Weights quantized at load (CPU): auto | none | int8 | int4 (| int4-g32 | int4-g64 |
@@ -84,6 +88,7 @@ struct Config {
 inline constexpr std::string_view kDeviceChoices[] = {"auto", "cpu", "cuda"};
 inline constexpr std::string_view kPolicyChoices[] = {"prefill-first", "mixed"};
 inline constexpr std::string_view kSchedulingPolicyChoices[] = {"fcfs", "priority"};
+inline constexpr std::string_view kTaskChoices[] = {"auto", "generate", "embed"};
 // kernels/quantized.h: parse_quant_scheme() takes each of these.
 inline constexpr std::string_view kQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
@@ -144,6 +149,9 @@ constexpr auto fields_of(const Config*) {
                    "request order: fcfs | priority (SamplingParams.priority, lower first; preempts the "
                    "highest value first)",
                    kSchedulingPolicyChoices),
+      // No engine flag: `serve --task`, the Python API (LLM(task="embed"), llm.embed()).
+      choice_field("task", &C::task, "", "auto | generate | embed (pooled embeddings, prefill only)",
+                   kTaskChoices),
       field("enable_prefix_caching", &C::enable_prefix_caching, "--no-prefix-caching",
             "disable prefix caching"),
       field("num_threads", &C::num_threads, "--threads",

@@ -34,6 +34,7 @@ struct RequestOutput {
   std::string stop_reason;             // the stop string that ended it ("" otherwise), vLLM's field
   int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
   std::vector<TokenLogprobs> logprobs; // when SamplingParams::logprobs >= 0
+  std::vector<float> embedding;        // Config::task "embed": the pooled (normalized) vector
 };
 
 // An incremental piece of a request's output (for streaming).
@@ -50,6 +51,7 @@ struct StreamDelta {
   int num_prompt_tokens = 0;
   int num_generated_tokens = 0;        // total so far
   int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
+  std::vector<float> embedding;        // final delta of an embedding request (Config::task "embed")
 };
 
 // One output event of one completion. Events of a completion arrive in order; its last one has

@@ -20,6 +20,8 @@ def _completion_dict(out):
     d = {"text": out.text, "token_ids": out.token_ids, "finish_reason": out.finish_reason}
     if out.logprobs:
         d["logprobs"] = [lp.to_dict() for lp in out.logprobs]
+    if out.embedding:
+        d["embedding"] = list(out.embedding)
     return d
 
 
@@ -154,6 +156,13 @@ class LLM:
         finally:
             bar.close()
         return results
+
+    def embed(self, prompts, use_tqdm=False):
+        """An embedding engine (LLM(model, task="embed"), or a model folder with
+        sentence-transformers pooling files): one pooled vector (list of float) per prompt."""
+        if self.config.task != "embed":
+            raise ValueError("embed() needs an embedding engine: LLM(model, task=\"embed\")")
+        return [r["embedding"] for r in self.generate(prompts, None, use_tqdm=use_tqdm)]
 
     def stream(self, prompts, sampling_params=None):
         """Yields the output of every prompt piece by piece, as the engine produces it:

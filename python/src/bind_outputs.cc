@@ -88,6 +88,7 @@ void bind_outputs(py::module_& m) {
       .text("error", &RequestOutput::error)
       .field("num_cached_tokens", &RequestOutput::num_cached_tokens)
       .field("logprobs", &RequestOutput::logprobs)
+      .field("embedding", &RequestOutput::embedding)
       .done();
   ReadOnly<StreamDelta>(m, "StreamDelta", "Output of a streaming request new since its last delta.")
       .field("request_id", &StreamDelta::request_id)
@@ -102,6 +103,7 @@ void bind_outputs(py::module_& m) {
       .field("num_prompt_tokens", &StreamDelta::num_prompt_tokens)
       .field("num_generated_tokens", &StreamDelta::num_generated_tokens)
       .field("num_cached_tokens", &StreamDelta::num_cached_tokens)
+      .field("embedding", &StreamDelta::embedding)
       .done();
   ReadOnly<CompletionEvent>(m, "CompletionEvent",
                             "One event of one completion: what is new (delta), the whole output once it "

@@ -1,6 +1,7 @@
 #include "engine/llm_engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +47,16 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
                  config_.max_model_len, cache_tokens);
     config_.max_model_len = cache_tokens;
   }
+  // Embeddings: the task from Config::task, or (auto) the model's sentence-transformers files.
+  std::optional<PoolingConfig> pc = PoolingConfig::from_dir(config_.model);
+  if (config_.task == "embed" || (config_.task == "auto" && pc)) {
+    pooling_ = pc.value_or(PoolingConfig{});
+    NV_CHECK(config_.tensor_parallel_size == 1, "--task embed runs on one rank (tensor_parallel_size 1)");
+    NV_CHECK(resolved.speculative == SpeculativeMethod::kNone, "--task embed has nothing to speculate (--speculative none)");
+    // Pooling reads every prompt row it needs from this forward: no prefix-cache reuse.
+    config_.enable_prefix_caching = false;
+  }
+  config_.task = pooling_ ? "embed" : "generate";
   const SchedulePolicy policy = resolved.policy;
   NV_CHECK(policy != SchedulePolicy::kPrefillFirst ||
                config_.max_num_batched_tokens >= config_.max_model_len,
@@ -131,6 +142,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  NV_CHECK(!pooling_ || params.n == 1, "an embedding request has one output (n = 1), got n = ", params.n);
   NV_CHECK(params.priority == 0 || config_.scheduling_policy == "priority",
            "priority ", params.priority, " needs the priority scheduling policy (--scheduling-policy priority)");
   const bool budget = params.thinking_budget >= 0 && params.structured_outputs.empty();
@@ -149,6 +161,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
                                           config_.kvcache_block_size, eos_ids_, tokenizer_.get());
     c->held = i > 0;
     if (!params.structured_outputs.empty()) c->grammar = structured_->start(params.structured_outputs);
+    c->embed = pooling_.has_value();
     if (budget) c->thinking = std::make_unique<ThinkingBudget>(params.thinking_budget, think_tokens_, ids, mc_.vocab_size);
     r.completions.push_back(std::move(c));
   }
@@ -214,6 +227,108 @@ void LLMEngine::finish(Completion& c, FinishReason reason) {
   }
 }
 
+// One generation step after scheduling: forward, sampling rows (drafts included), the
+// tokens through the scheduler and StopChecker, events.
+void LLMEngine::sample_step(const SchedulerOutput& so) {
+  HostBatch hb = runner_->prepare(so);
+  if (tracer_) tracer_->mark(StepMark::kPrepared);
+  Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+  if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
+    runner_->backend().synchronize();
+    tracer_->mark(StepMark::kForwarded);
+  }
+  // One sampling row per sampled logits row, in order: a sequence that samples has one, a
+  // speculating one 1 + k (row i samples the token after its first i drafts, as if they
+  // were generated: same Philox step, penalty history and grammar state as without
+  // speculation, so every accepted token is the token plain decoding would sample).
+  SamplingBatch batch;
+  std::vector<Completion*> sampled;
+  // Row spans view these buffers; growing the outer vectors moves the inner ones, which
+  // keeps their heap buffers (and nothing is allocated in a step without drafts).
+  std::vector<std::vector<TokenCount>> spec_history;
+  std::vector<std::vector<std::vector<uint32_t>>> spec_masks;
+  for (const ScheduledSeq& ss : so.seqs) {
+    if (!ss.sample) continue;
+    Completion& c = *ss.seq->owner;
+    const int nc = c.seq.num_completion_tokens();
+    if (ss.num_spec_tokens == 0) {
+      batch.rows.push_back(c.sampling.row(nc));
+      if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
+      else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed();
+    } else {
+      const std::span<const int> drafts(c.seq.spec_token_ids);
+      if (c.grammar) c.grammar->masks_after(drafts, spec_masks.emplace_back());
+      for (int i = 0; i <= ss.num_spec_tokens; ++i) {
+        batch.rows.push_back(c.sampling.row_after(nc, drafts.first(size_t(i)), spec_history.emplace_back()));
+        if (c.grammar) batch.rows.back().allowed = spec_masks.back()[size_t(i)];
+        else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed_after(drafts.first(size_t(i)));
+      }
+    }
+    sampled.push_back(&c);
+  }
+  const SampleResult res = runner_->backend().sample(logits, batch);
+  if (tracer_) tracer_->mark(StepMark::kSampled);
+  // n > 1: a first completion's prompt KV is computed now; fork the others from it.
+  for (Completion* c : sampled)
+    if (c->index == 0 && c->request.completions.size() > 1 && c->seq.num_completion_tokens() == 0)
+      fork_completions(c->request);
+  // Appends the tokens; StopChecker (check_stop) decides every token-driven finish, and the
+  // scheduler frees a finished sequence's blocks at once.
+  scheduler_->postprocess(so, res.tokens, [&](Sequence& seq, int token, size_t row) {
+    return stop_->check(*seq.owner, token, row < res.logprobs.size() ? &res.logprobs[row] : nullptr);
+  });
+  if (spec_)
+    for (const ScheduledSeq& ss : so.seqs) spec_->observe(*ss.seq, ss.num_spec_tokens);
+  for (Completion* c : sampled) {
+    if (c->finished()) finish(*c, c->seq.finish_reason);
+    else emit(*c, false);
+  }
+}
+
+void LLMEngine::embed_step(const SchedulerOutput& so) {
+  using Rows = ModelRunner::Rows;
+  const Rows rows = pooling_->mode == PoolingConfig::Mode::kMean ? Rows::kMean
+                    : pooling_->mode == PoolingConfig::Mode::kCls ? Rows::kCls
+                                                                   : Rows::kLast;
+  HostBatch hb = runner_->prepare(so, rows);
+  if (tracer_) tracer_->mark(StepMark::kPrepared);
+  const Tensor hidden = runner_->run_hidden(hb);  // [S, H] F32 on the host
+  if (tracer_) tracer_->mark(StepMark::kForwarded);
+  const int64_t H = hidden.size(-1);
+  const float* h = hidden.data<float>();
+  // Each sequence's rows, in order (prepare's rule): summed (mean) or kept (last, cls).
+  int64_t row = 0;
+  std::vector<int> tokens;
+  for (const ScheduledSeq& ss : so.seqs) {
+    Completion& c = *ss.seq->owner;
+    const int n = ModelRunner::num_rows(ss, rows);
+    if (c.pool_sum.empty()) c.pool_sum.assign(size_t(H), 0.0);
+    for (int r = 0; r < n; ++r, ++row)
+      for (int64_t j = 0; j < H; ++j) c.pool_sum[size_t(j)] += double(h[row * H + j]);
+    c.pool_rows += n;
+    if (!ss.sample) continue;
+    // The prompt is complete: mean = sum / rows; last and cls hold their one row.
+    std::vector<float> e(static_cast<size_t>(H), 0.f);
+    double norm = 0;
+    for (int64_t j = 0; j < H; ++j) {
+      e[size_t(j)] = float(c.pool_sum[size_t(j)] / std::max(1, c.pool_rows));
+      norm += double(e[size_t(j)]) * double(e[size_t(j)]);
+    }
+    if (pooling_->normalize && norm > 0) {
+      const float inv = float(1.0 / std::sqrt(norm));
+      for (float& x : e) x *= inv;
+    }
+    c.embedding = std::move(e);
+    c.pool_sum = {};
+    tokens.push_back(0);  // a placeholder "token": the scheduler finishes the sequence with it
+  }
+  if (tracer_) tracer_->mark(StepMark::kSampled);
+  // Finished prompts end now ("stop"); their blocks are freed by the scheduler.
+  scheduler_->postprocess(so, tokens, [](Sequence&, int, size_t) { return FinishReason::kStop; });
+  for (const ScheduledSeq& ss : so.seqs)
+    if (ss.sample && ss.seq->owner->finished()) finish(*ss.seq->owner, ss.seq->finish_reason);
+}
+
 std::vector<RequestOutput> LLMEngine::step() {
   retired_.clear();  // finished outside a step (rejected, aborted)
   if (!scheduler_->is_finished()) {
@@ -227,59 +342,8 @@ std::vector<RequestOutput> LLMEngine::step() {
         if (s->num_completion_tokens() == 0) s->owner->num_cached_tokens = s->num_prefix_hit_tokens;
         stats_->admitted(*s);
       }
-      HostBatch hb = runner_->prepare(so);
-      if (tracer_) tracer_->mark(StepMark::kPrepared);
-      Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
-      if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
-        runner_->backend().synchronize();
-        tracer_->mark(StepMark::kForwarded);
-      }
-      // One sampling row per sampled logits row, in order: a sequence that samples has one, a
-      // speculating one 1 + k (row i samples the token after its first i drafts, as if they
-      // were generated: same Philox step, penalty history and grammar state as without
-      // speculation, so every accepted token is the token plain decoding would sample).
-      SamplingBatch batch;
-      std::vector<Completion*> sampled;
-      // Row spans view these buffers; growing the outer vectors moves the inner ones, which
-      // keeps their heap buffers (and nothing is allocated in a step without drafts).
-      std::vector<std::vector<TokenCount>> spec_history;
-      std::vector<std::vector<std::vector<uint32_t>>> spec_masks;
-      for (const ScheduledSeq& ss : so.seqs) {
-        if (!ss.sample) continue;
-        Completion& c = *ss.seq->owner;
-        const int nc = c.seq.num_completion_tokens();
-        if (ss.num_spec_tokens == 0) {
-          batch.rows.push_back(c.sampling.row(nc));
-          if (c.grammar) batch.rows.back().allowed = c.grammar->allowed();
-          else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed();
-        } else {
-          const std::span<const int> drafts(c.seq.spec_token_ids);
-          if (c.grammar) c.grammar->masks_after(drafts, spec_masks.emplace_back());
-          for (int i = 0; i <= ss.num_spec_tokens; ++i) {
-            batch.rows.push_back(c.sampling.row_after(nc, drafts.first(size_t(i)), spec_history.emplace_back()));
-            if (c.grammar) batch.rows.back().allowed = spec_masks.back()[size_t(i)];
-            else if (c.thinking) batch.rows.back().allowed = c.thinking->allowed_after(drafts.first(size_t(i)));
-          }
-        }
-        sampled.push_back(&c);
-      }
-      const SampleResult res = runner_->backend().sample(logits, batch);
-      if (tracer_) tracer_->mark(StepMark::kSampled);
-      // n > 1: a first completion's prompt KV is computed now; fork the others from it.
-      for (Completion* c : sampled)
-        if (c->index == 0 && c->request.completions.size() > 1 && c->seq.num_completion_tokens() == 0)
-          fork_completions(c->request);
-      // Appends the tokens; StopChecker (check_stop) decides every token-driven finish, and the
-      // scheduler frees a finished sequence's blocks at once.
-      scheduler_->postprocess(so, res.tokens, [&](Sequence& seq, int token, size_t row) {
-        return stop_->check(*seq.owner, token, row < res.logprobs.size() ? &res.logprobs[row] : nullptr);
-      });
-      if (spec_)
-        for (const ScheduledSeq& ss : so.seqs) spec_->observe(*ss.seq, ss.num_spec_tokens);
-      for (Completion* c : sampled) {
-        if (c->finished()) finish(*c, c->seq.finish_reason);
-        else emit(*c, false);
-      }
+      if (pooling_) embed_step(so);
+      else sample_step(so);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (spec_) spec_->observe_step(so.num_decode_tokens, so.num_spec_tokens, so.is_prefill, secs);
       stats_->step(so, secs, *scheduler_);

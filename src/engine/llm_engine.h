@@ -6,6 +6,7 @@
 // Not thread-safe: one thread drives it (the server wraps it in an engine thread).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/stop_checker.h"
+#include "models/pooling_config.h"
 #include "engine/structured_decoding.h"
 #include "engine/stats_recorder.h"
 #include "nanovllm/config.h"
@@ -73,12 +75,17 @@ class LLMEngine {
   void finish(Completion& c, FinishReason reason);
   // Sends c's event to its request's sink (final: its last one).
   void emit(Completion& c, bool final);
+  // Config::task "embed": the step's forward returns pooled rows instead of logits; a sequence
+  // whose prompt is complete finishes with its embedding.
+  void embed_step(const SchedulerOutput& so);
+  void sample_step(const SchedulerOutput& so);
 
   Config config_;
   ModelConfig mc_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<StructuredDecoding> structured_;  // null without a tokenizer
   ThinkTokens think_tokens_;                        // the <think> / </think> ids (thinking_budget)
+  std::optional<PoolingConfig> pooling_;            // set: an embedding engine (Config::task "embed")
   std::vector<int> eos_ids_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -165,7 +165,17 @@ void ModelRunner::warmup() {
   backend_->synchronize();
 }
 
-HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
+int ModelRunner::num_rows(const ScheduledSeq& s, Rows rows) {
+  switch (rows) {
+    case Rows::kSample: return s.num_sample_rows();
+    case Rows::kLast: return s.sample ? 1 : 0;
+    case Rows::kMean: return s.num_new_tokens;
+    case Rows::kCls: return s.seq->num_cached_tokens == 0 ? 1 : 0;
+  }
+  return 0;
+}
+
+HostBatch ModelRunner::prepare(const SchedulerOutput& out, Rows rows) const {
   HostBatch hb;
   const int bs = config_.spec.kvcache_block_size;
   hb.block_size = bs;
@@ -200,9 +210,19 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out) const {
               hb.block_tables.begin() + int64_t(b) * int64_t(max_blocks));
     if (n != 1) hb.decode_only = false;
     // Every row of a verification is sampled; otherwise the last row of a sampling sequence.
-    for (int r = s.num_sample_rows(); r >= 1; --r) hb.logits_indices.push_back(hb.cu_seqlens_q.back() - r);
+    // Pooling: the chunk's rows (mean), its first row at position 0 (cls), or the last (last).
+    const int first_row = hb.cu_seqlens_q.back() - n;
+    if (rows == Rows::kMean || rows == Rows::kCls) {
+      for (int r = 0; r < num_rows(s, rows); ++r) hb.logits_indices.push_back(first_row + r);
+    } else {
+      for (int r = num_rows(s, rows); r >= 1; --r) hb.logits_indices.push_back(hb.cu_seqlens_q.back() - r);
+    }
   }
   hb.num_tokens = int(hb.input_ids.size());
+  // A pooling step whose chunks hold no wanted row (middle chunks of last / cls pooling) still
+  // computes their KV: the forward gathers one row, which the caller ignores.
+  if (rows != Rows::kSample && hb.logits_indices.empty() && hb.num_tokens > 0)
+    hb.logits_indices.push_back(hb.num_tokens - 1);
   return hb;
 }
 
@@ -216,6 +236,18 @@ Tensor ModelRunner::run(const HostBatch& hb) {
                                  kv_.block_size});
   if (channel_) channel_->send_step(hb);
   return forward(hb);
+}
+
+Tensor ModelRunner::run_hidden(const HostBatch& hb) {
+  NV_CHECK(!channel_, "embedding models run on one rank (tensor_parallel_size 1)");
+  validate_batch(hb, BatchLimits{mc_.vocab_size, config_.spec.max_model_len, kv_.num_blocks,
+                                 kv_.block_size});
+  Tensor host = backend_->to_host(executor_->run(hb));
+  if (host.dtype() == DType::F32) return host;
+  std::vector<float> f = to_f32_vector(host);
+  Tensor out = Tensor::empty(host.shape(), DType::F32);
+  std::copy(f.begin(), f.end(), out.data<float>());
+  return out;
 }
 
 bool ModelRunner::serve_step() {

@@ -45,12 +45,21 @@ class ModelRunner {
   const DecoderModel& model() const { return *model_; }
   const StepExecutor& executor() const { return *executor_; }
 
-  // Builds the step's metadata. Logits rows follow the order of seqs with sample == true.
-  HostBatch prepare(const SchedulerOutput& out) const;
+  // Which rows of the step's tokens the forward returns (HostBatch::logits_indices), in seqs
+  // order: kSample the sampled rows; the pooling rules (embedding models) every row of each
+  // chunk (kMean), the row of position 0 (kCls), or the prompt's last row (kLast).
+  enum class Rows { kSample, kLast, kMean, kCls };
+  // Builds the step's metadata.
+  HostBatch prepare(const SchedulerOutput& out, Rows rows = Rows::kSample) const;
+  // The rows each scheduled sequence contributes under `rows` (prepare's rule).
+  static int num_rows(const ScheduledSeq& s, Rows rows);
   // Forward for a prepared batch; logits [S, V] F32 on the backend's device (on CUDA the
   // forward is only enqueued: the caller overlaps host work until Backend::sample). Rank 0
   // with TP: broadcasts the batch to the other ranks first.
   Tensor run(const HostBatch& batch);
+  // Embedding models (one rank): the final normed hidden states [S, H] of the batch's
+  // logits_indices rows, on the host as F32 (no LM head).
+  Tensor run_hidden(const HostBatch& batch);
   // Ranks > 0: runs the next step rank 0 broadcasts; false when rank 0 shuts the group down.
   bool serve_step();
 

@@ -27,6 +27,11 @@ RequestOutput Completion::final_output() const {
   o.finish_reason = finish_reason_name(seq.finish_reason);
   o.error = error;
   o.stop_reason = output.matched_stop();
+  if (embed) {
+    o.token_ids.clear();
+    o.text.clear();
+    o.embedding = embedding;
+  }
   o.num_cached_tokens = num_cached_tokens;
   o.logprobs = output.logprobs();
   return o;
@@ -43,6 +48,13 @@ bool Completion::next_delta(bool final, StreamDelta& d) {
   d.num_prompt_tokens = seq.num_prompt_tokens;
   d.num_generated_tokens = seq.num_completion_tokens();
   d.num_cached_tokens = num_cached_tokens;
+  if (embed) {
+    d.token_ids.clear();
+    d.text.clear();
+    d.logprobs.clear();
+    d.num_generated_tokens = 0;
+    if (final) d.embedding = embedding;
+  }
   return any || final;
 }
 

@@ -41,6 +41,12 @@ struct Completion {
   OutputStream output;                       // text, stop strings, logprobs, streamed offsets
   int num_cached_tokens = 0;                 // prompt tokens served from the prefix cache (first admission)
   std::string error;                         // why, when seq.finish_reason == kError
+  // Embedding engines: the pooled rows so far (sum over chunks) and the final vector. An
+  // embedding completion's output is the vector alone (no tokens, no text).
+  std::vector<double> pool_sum;
+  int pool_rows = 0;
+  std::vector<float> embedding;
+  bool embed = false;
 
   bool finished() const { return seq.is_finished(); }
   // The whole output (after the completion finished).

@@ -352,6 +352,9 @@ void prepare_constraint(ServerContext& ctx, const GenerationRequest& g) {
 }  // namespace
 
 Submitted prepare_and_submit(ServerContext& ctx, const GenerationRequest& g, Clock::time_point arrival) {
+  if (ctx.embed)
+    throw bad_request("this server runs an embedding model (--task embed): use POST /v1/embeddings", "model",
+                      "wrong_task");
   if (!g.model.empty() && g.model != ctx.model_name && g.model != ctx.model_path)
     throw ApiError(404, "The model '" + g.model + "' does not exist; this server serves '" +
                             ctx.model_name + "'", "not_found_error", "model", "model_not_found");

@@ -29,6 +29,8 @@ struct ServerContext {
   const LLM* llm = nullptr;
   // /v1/responses: stored and background responses (run_server sizes it by --max-stored-responses)
   std::shared_ptr<ResponseStore> responses = std::make_shared<ResponseStore>(256);
+  bool embed = false;            // an embedding engine (--task embed): /v1/embeddings only
+  bool embed_normalize = true;   // its vectors are L2-normalized (`dimensions` renormalizes)
   bool reasoning = false;  // the chat template writes <think>: split reasoning_content
   chat::ToolCallFormat tool_format = chat::ToolCallFormat::kHermes;
   std::string model_name;                // served model name
@@ -60,6 +62,8 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
 // /v1/responses, GET / DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel
 // (api_generate.cc). Their errors use the API's own error shape.
 void handle_messages(ServerContext& ctx, const std::string& body, httplib::Response& res);
+// POST /v1/embeddings (embeddings_handler.cc): an embedding engine only (else 400).
+void handle_embeddings(ServerContext& ctx, const std::string& body, httplib::Response& res);
 void handle_count_tokens(ServerContext& ctx, const std::string& body, httplib::Response& res);
 void handle_responses(ServerContext& ctx, const std::string& body, httplib::Response& res);
 void handle_response_get(ServerContext& ctx, const std::string& id, httplib::Response& res);

@@ -15,6 +15,7 @@
 #include "server/guarded_server.h"
 #include "server/handlers.h"
 #include "server/response_store.h"
+#include "models/pooling_config.h"
 #include "server/signals.h"
 #include "util/check.h"
 
@@ -78,6 +79,11 @@ int run_server(LLM& llm, const ServerOptions& opt) {
   ctx.prep = &prep;
   ctx.tokenizer = llm.tokenizer();
   ctx.llm = &llm;
+  ctx.embed = llm.config().task == "embed";
+  if (ctx.embed) {
+    std::optional<PoolingConfig> pc = PoolingConfig::from_dir(llm.config().model);
+    ctx.embed_normalize = pc ? pc->normalize : true;
+  }
   if (ctx.tokenizer) {
     const std::string& tmpl = ctx.tokenizer->chat_template();
     ctx.reasoning = tmpl.find("<think>") != std::string::npos;  // Qwen3, DeepSeek-R1 style

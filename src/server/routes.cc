@@ -31,7 +31,7 @@ bool is_generate_route(const httplib::Request& req) {
   if (req.method != "POST") return false;
   const std::string& p = req.path;
   if (p == "/v1/completions" || p == "/v1/chat/completions" || p == "/tokenize" || p == "/detokenize" ||
-      p == "/v1/responses" || p == "/v1/messages" || p == "/v1/messages/count_tokens")
+      p == "/v1/responses" || p == "/v1/messages" || p == "/v1/messages/count_tokens" || p == "/v1/embeddings")
     return true;
   // POST /v1/responses/{id}/cancel (SDKs may send an empty JSON body)
   return p.rfind("/v1/responses/", 0) == 0 && p.size() > 21 && p.compare(p.size() - 7, 7, "/cancel") == 0;
@@ -114,6 +114,7 @@ void install_routes(GuardedServer& svr, ServerContext& ctx, const std::string& a
     });
   };
   post("/v1/responses", handle_responses);
+  post("/v1/embeddings", handle_embeddings);
   post("/v1/messages", handle_messages);
   post("/v1/messages/count_tokens", handle_count_tokens);
   static const char* kResponseId = R"(/v1/responses/([A-Za-z0-9_\-]{1,128}))";

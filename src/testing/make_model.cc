@@ -272,6 +272,28 @@ void make_random_model(const MakeModelOptions& o) {
       if (ec) NV_THROW("make-model: cannot copy ", f, " from '", tok_dir, "': ", ec.message());
     }
 
+  if (!o.pooling.empty()) {
+    NV_CHECK(o.pooling == "last" || o.pooling == "mean" || o.pooling == "cls",
+             "make-model: --pooling must be last, mean or cls, got '", o.pooling, "'");
+    nlohmann::ordered_json mods = nlohmann::ordered_json::array();
+    mods.push_back({{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}});
+    mods.push_back({{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}});
+    mods.push_back({{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}});
+    write_json(out / "modules.json", mods);
+    fs::create_directories(out / "1_Pooling");
+    fs::create_directories(out / "2_Normalize");
+    nlohmann::ordered_json pc;
+    pc["word_embedding_dimension"] = m.hidden;
+    pc["pooling_mode_cls_token"] = o.pooling == "cls";
+    pc["pooling_mode_mean_tokens"] = o.pooling == "mean";
+    pc["pooling_mode_max_tokens"] = false;
+    pc["pooling_mode_mean_sqrt_len_tokens"] = false;
+    pc["pooling_mode_weightedmean_tokens"] = false;
+    pc["pooling_mode_lasttoken"] = o.pooling == "last";
+    pc["include_prompt"] = true;
+    write_json(out / "1_Pooling" / "config.json", pc);
+  }
+
   ThreadPool pool(o.threads);
   // The tensor list comes from the config just written, read back as the engine reads it.
   const ModelConfig mc = ModelConfig::from_json_text(c.dump(), (out / "config.json").string());

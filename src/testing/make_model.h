@@ -30,6 +30,9 @@ struct MakeModelOptions {
   // config.json's rope_scaling object as JSON text (e.g. {"rope_type":"yarn","factor":4}); empty:
   // null. Checked like any config.json (an unsupported type is an error naming the field).
   std::string rope_scaling;
+  // An embedding model: "" (none) | last | mean | cls writes sentence-transformers' modules.json,
+  // 1_Pooling/config.json with that mode and a Normalize module (models/pooling_config.h).
+  std::string pooling;
 };
 
 // Model shape of a preset for an architecture (llama uses the Llama-3 vocabulary).

@@ -289,6 +289,8 @@ def case_errors(srv):
     expect_error(completion(srv, prompt="x", n=2, best_of=1), 400, "best_of")
     expect_error(completion(srv, prompt="x", n=2, best_of=3, stream=True), 400, "best_of")
     expect_error(completion(srv, prompt="x", suffix="y"), 400, "suffix")
+    st, _, body = srv.post_json("/v1/embeddings", {"input": "x"})  # a generation model
+    check(expect_error((st, None, body), 400, "model")["code"] == "wrong_task", body)
     expect_error(completion(srv, prompt="x", logprobs=99), 400, "logprobs")
     expect_error(completion(srv, prompt="x", presence_penalty=3), 400, "presence_penalty")
     # The whole message, its own brackets included (no source path to cut off any more).

@@ -231,6 +231,11 @@ class RefModel:
     def forward(self, ids, cache=None):
         """Logits [T, V] (float64) for `ids` placed after the cache's tokens (positions
         cache.length .. cache.length+T-1); the cache is extended in place."""
+        return self.hidden(ids, cache) @ self.lm_head.T
+
+    def hidden(self, ids, cache=None):
+        """The final RMS-normed hidden states [T, H] (float64) for `ids`, as forward() computes
+        them before the LM head (what an embedding model pools)."""
         c = self.c
         ids = np.asarray(ids, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
@@ -264,8 +269,7 @@ class RefModel:
             else:
                 y = self._linear(act(self._linear(m, L, "gate")) * self._linear(m, L, "up"), L, "down")
             x = h + (rms_norm(y, L["post_ff_norm"], eps) if c.gemma else y)
-        x = rms_norm(x, self.final_norm, c.rms_norm_eps)
-        return x @ self.lm_head.T
+        return rms_norm(x, self.final_norm, c.rms_norm_eps)
 
     def greedy(self, prompt_ids, n):
         """Greedy continuation: prefill the prompt, then decode one token at a time with the

@@ -183,8 +183,11 @@ SimResult simulate(const std::vector<std::vector<int>>& prompts, int max_tokens,
     for (const ScheduledSeq& ss : out.seqs) r.accepted += ss.seq->num_spec_accepted;
     const BlockManager& bm = sched.block_manager();
     EXPECT_NO_THROW(bm.check_invariants()) << "step " << step;
-    for (const ScheduledSeq& ss : out.seqs)
-      if (!ss.seq->is_finished()) EXPECT_TRUE(ss.seq->spec_token_ids.empty()) << "drafts kept after postprocess";
+    for (const ScheduledSeq& ss : out.seqs) {
+      if (!ss.seq->is_finished()) {
+        EXPECT_TRUE(ss.seq->spec_token_ids.empty()) << "drafts kept after postprocess";
+      }
+    }
     for (Sequence* s : sched.running()) {
       if (s->prefilled) {
         EXPECT_EQ(s->num_cached_tokens, s->size() - 1) << "step " << step;
@@ -226,7 +229,9 @@ TEST(SpecScheduler, RandomDraftsGiveThePlainOutputWithPreemptionAndSharing) {
       EXPECT_EQ(plain.tokens, spec.tokens) << "policy " << int(policy) << " round " << round;
       EXPECT_GT(spec.accepted, 0);
       EXPECT_LT(spec.accepted, spec.drafted);
-      if (round >= 3) EXPECT_GT(spec.preemptions + plain.preemptions, 0) << "round " << round;
+      if (round >= 3) {
+        EXPECT_GT(spec.preemptions + plain.preemptions, 0) << "round " << round;
+      }
     }
   }
 }

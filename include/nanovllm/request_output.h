@@ -18,6 +18,7 @@ struct TokenLogprob {
 struct TokenLogprobs {
   float logprob = 0.f;
   std::vector<TokenLogprob> top;
+  int rank = 0;  // prompt_logprobs: 1 + the tokens more likely than this one (0: not computed)
 };
 
 // One completion of a request (a request with SamplingParams::n > 1 has n of them, each with its
@@ -35,6 +36,9 @@ struct RequestOutput {
   int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
   std::vector<TokenLogprobs> logprobs; // when SamplingParams::logprobs >= 0
   std::vector<float> embedding;        // Config::task "embed": the pooled (normalized) vector
+  // SamplingParams::prompt_logprobs >= 0: entry i scores prompt token i + 1 given the tokens
+  // before it (the first prompt token has none), with its rank and the top-N alternatives.
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 // An incremental piece of a request's output (for streaming).
@@ -52,6 +56,7 @@ struct StreamDelta {
   int num_generated_tokens = 0;        // total so far
   int num_cached_tokens = 0;           // prompt tokens served from the prefix cache
   std::vector<float> embedding;        // final delta of an embedding request (Config::task "embed")
+  std::vector<TokenLogprobs> prompt_logprobs;  // final delta: RequestOutput::prompt_logprobs
 };
 
 // One output event of one completion. Events of a completion arrive in order; its last one has

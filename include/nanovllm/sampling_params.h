@@ -72,6 +72,9 @@ struct SamplingParams {
   std::vector<int> stop_token_ids;   // in addition to the model's EOS ids
   std::vector<std::string> stop;     // stop strings: matched on text, not included in output
   int logprobs = -1;                 // -1: none; N >= 0: sampled token's logprob + top-N
+  // -1: none; N >= 0: every prompt token's logprob (given the tokens before it), its rank and
+  // the top-N alternatives (vLLM's prompt_logprobs). Such a request reuses no prefix-cache block.
+  int prompt_logprobs = -1;
   // Penalties (vLLM semantics, applied before temperature): presence / frequency subtract
   // once / per occurrence for tokens generated so far; repetition divides positive (multiplies
   // negative) logits of tokens in prompt or output.
@@ -129,6 +132,8 @@ constexpr auto fields_of(const SamplingParams*) {
       field("stop_token_ids", &S::stop_token_ids, "--stop-token-ids",
             "extra stop token ids, e.g. 1,2"),
       field("logprobs", &S::logprobs, "--logprobs", "return the top-N logprobs per token",
+            rule::in_closed<-1, 20>),
+      field("prompt_logprobs", &S::prompt_logprobs, "", "logprobs of the prompt tokens + top-N per position",
             rule::in_closed<-1, 20>),
       field("presence_penalty", &S::presence_penalty, "--presence-penalty",
             "[-2, 2]: subtracted once from tokens generated so far", rule::in_closed<-2, 2>),

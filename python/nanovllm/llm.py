@@ -22,6 +22,8 @@ def _completion_dict(out):
         d["logprobs"] = [lp.to_dict() for lp in out.logprobs]
     if out.embedding:
         d["embedding"] = list(out.embedding)
+    if out.prompt_logprobs:
+        d["prompt_logprobs"] = [None] + [lp.to_dict() for lp in out.prompt_logprobs]
     return d
 
 

@@ -75,6 +75,7 @@ void bind_outputs(py::module_& m) {
                           "Per generated token: its logprob and the top-N alternatives.")
       .field("logprob", &TokenLogprobs::logprob)
       .field("top", &TokenLogprobs::top)
+      .field("rank", &TokenLogprobs::rank)
       .done();
   ReadOnly<RequestOutput>(m, "RequestOutput", "A finished request.")
       .field("request_id", &RequestOutput::request_id)
@@ -89,6 +90,7 @@ void bind_outputs(py::module_& m) {
       .field("num_cached_tokens", &RequestOutput::num_cached_tokens)
       .field("logprobs", &RequestOutput::logprobs)
       .field("embedding", &RequestOutput::embedding)
+      .field("prompt_logprobs", &RequestOutput::prompt_logprobs)
       .done();
   ReadOnly<StreamDelta>(m, "StreamDelta", "Output of a streaming request new since its last delta.")
       .field("request_id", &StreamDelta::request_id)

@@ -115,7 +115,8 @@ void BlockManager::allocate(Sequence& seq, bool register_misses) {
     int hit = -1;
     // The last block is never looked up so that at least one token is computed (its logits
     // give the next token).
-    if (!cache_miss && full && enable_prefix_caching_ && i != nb - 1) {
+    // A request that wants its prompt's logprobs computes every prompt row: no lookups.
+    if (!cache_miss && full && enable_prefix_caching_ && i != nb - 1 && seq.params.prompt_logprobs < 0) {
       auto it = hash_to_block_id_.find(*h);
       if (it != hash_to_block_id_.end()) {
         const Block& b = blocks_[static_cast<size_t>(it->second)];

@@ -142,6 +142,9 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     NV_CHECK(id < mc_.vocab_size, "logit_bias token id ", id, " is outside the vocabulary [0, ",
              mc_.vocab_size, ")");
   NV_CHECK(params.stop.empty() || tokenizer_, "stop strings need a tokenizer");
+  NV_CHECK(params.prompt_logprobs < 0 || config_.tensor_parallel_size == 1,
+           "prompt_logprobs needs tensor_parallel_size 1");
+  NV_CHECK(!pooling_ || params.prompt_logprobs < 0, "an embedding request has no prompt_logprobs");
   NV_CHECK(!pooling_ || params.n == 1, "an embedding request has one output (n = 1), got n = ", params.n);
   NV_CHECK(params.priority == 0 || config_.scheduling_policy == "priority",
            "priority ", params.priority, " needs the priority scheduling policy (--scheduling-policy priority)");
@@ -166,6 +169,7 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
     r.completions.push_back(std::move(c));
   }
   r.num_unfinished = params.n;
+  if (params.prompt_logprobs >= 0 && !ids.empty()) r.prompt_logprobs.resize(ids.size() - 1);
   requests_.emplace(id, std::move(owned));
   if (tracer_) tracer_->arrived(id, r.completions[0]->seq.num_prompt_tokens);
   try {
@@ -232,7 +236,8 @@ void LLMEngine::finish(Completion& c, FinishReason reason) {
 void LLMEngine::sample_step(const SchedulerOutput& so) {
   HostBatch hb = runner_->prepare(so);
   if (tracer_) tracer_->mark(StepMark::kPrepared);
-  Tensor logits = runner_->run(hb);  // on CUDA only enqueued: the rows below overlap the GPU
+  Tensor prompt_hidden;  // prompt_logprobs rows (HostBatch::num_extra_rows)
+  Tensor logits = runner_->run(hb, &prompt_hidden);  // on CUDA only enqueued: the rows below overlap the GPU
   if (tracer_) {  // the forward's device time belongs to "forward", not to "sample"
     runner_->backend().synchronize();
     tracer_->mark(StepMark::kForwarded);
@@ -268,6 +273,7 @@ void LLMEngine::sample_step(const SchedulerOutput& so) {
   }
   const SampleResult res = runner_->backend().sample(logits, batch);
   if (tracer_) tracer_->mark(StepMark::kSampled);
+  if (hb.num_extra_rows > 0) record_prompt_logprobs(so, prompt_hidden);
   // n > 1: a first completion's prompt KV is computed now; fork the others from it.
   for (Completion* c : sampled)
     if (c->index == 0 && c->request.completions.size() > 1 && c->seq.num_completion_tokens() == 0)
@@ -282,6 +288,28 @@ void LLMEngine::sample_step(const SchedulerOutput& so) {
   for (Completion* c : sampled) {
     if (c->finished()) finish(*c, c->seq.finish_reason);
     else emit(*c, false);
+  }
+}
+
+// The prompt rows' logprobs of this step (before postprocess moves num_cached_tokens on), in
+// prepare()'s order: each sequence's rows [first, first + count) score tokens first + 1 ...
+void LLMEngine::record_prompt_logprobs(const SchedulerOutput& so, const Tensor& hidden) {
+  std::vector<int> targets;
+  int top_n = 0;  // the step's largest N; each request keeps its own
+  for (const ScheduledSeq& ss : so.seqs) {
+    const ModelRunner::PromptRows pr = ModelRunner::prompt_rows(ss);
+    if (pr.count > 0) top_n = std::max(top_n, ss.seq->params.prompt_logprobs);
+    for (int p = pr.first; p < pr.first + pr.count; ++p) targets.push_back(ss.seq->token_ids[size_t(p + 1)]);
+  }
+  std::vector<TokenLogprobs> lps = runner_->prompt_logprobs(hidden, targets, top_n);
+  size_t i = 0;
+  for (const ScheduledSeq& ss : so.seqs) {
+    const ModelRunner::PromptRows pr = ModelRunner::prompt_rows(ss);
+    Request& r = ss.seq->owner->request;
+    for (int p = pr.first; p < pr.first + pr.count; ++p, ++i) {
+      lps[i].top.resize(std::min(lps[i].top.size(), size_t(r.params.prompt_logprobs)));
+      r.prompt_logprobs[size_t(p)] = std::move(lps[i]);
+    }
   }
 }
 

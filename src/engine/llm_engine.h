@@ -79,6 +79,7 @@ class LLMEngine {
   // whose prompt is complete finishes with its embedding.
   void embed_step(const SchedulerOutput& so);
   void sample_step(const SchedulerOutput& so);
+  void record_prompt_logprobs(const SchedulerOutput& so, const Tensor& hidden);
 
   Config config_;
   ModelConfig mc_;

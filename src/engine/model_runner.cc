@@ -1,6 +1,8 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -175,6 +177,14 @@ int ModelRunner::num_rows(const ScheduledSeq& s, Rows rows) {
   return 0;
 }
 
+ModelRunner::PromptRows ModelRunner::prompt_rows(const ScheduledSeq& s) {
+  const Sequence& seq = *s.seq;
+  if (seq.params.prompt_logprobs < 0) return {};
+  const int start = seq.num_cached_tokens;
+  const int end = std::min(start + s.num_new_tokens, seq.num_prompt_tokens - 1);
+  return end > start ? PromptRows{start, end - start} : PromptRows{};
+}
+
 HostBatch ModelRunner::prepare(const SchedulerOutput& out, Rows rows) const {
   HostBatch hb;
   const int bs = config_.spec.kvcache_block_size;
@@ -219,6 +229,14 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out, Rows rows) const {
     }
   }
   hb.num_tokens = int(hb.input_ids.size());
+  if (rows == Rows::kSample) {
+    for (int b = 0; b < hb.num_seqs; ++b) {
+      const PromptRows pr = prompt_rows(out.seqs[size_t(b)]);
+      const int first_row = hb.cu_seqlens_q[size_t(b)] + (pr.first - out.seqs[size_t(b)].seq->num_cached_tokens);
+      for (int r = 0; r < pr.count; ++r) hb.logits_indices.push_back(first_row + r);
+      hb.num_extra_rows += pr.count;
+    }
+  }
   // A pooling step whose chunks hold no wanted row (middle chunks of last / cls pooling) still
   // computes their KV: the forward gathers one row, which the caller ignores.
   if (rows != Rows::kSample && hb.logits_indices.empty() && hb.num_tokens > 0)
@@ -226,7 +244,8 @@ HostBatch ModelRunner::prepare(const SchedulerOutput& out, Rows rows) const {
   return hb;
 }
 
-Tensor ModelRunner::run(const HostBatch& hb) {
+Tensor ModelRunner::run(const HostBatch& hb, Tensor* prompt_hidden) {
+  NV_CHECK(hb.num_extra_rows == 0 || !channel_, "prompt_logprobs run on one rank (tensor_parallel_size 1)");
   NV_CHECK(rank() == 0, "ModelRunner::run is rank 0's; ranks > 0 call serve_step()");
   // Every value of the batch is checked here, on the host where it was made, before either
   // executor (eager upload or graph staging) takes it to the device: kernels cannot report a
@@ -235,7 +254,57 @@ Tensor ModelRunner::run(const HostBatch& hb) {
   validate_batch(hb, BatchLimits{mc_.vocab_size, config_.spec.max_model_len, kv_.num_blocks,
                                  kv_.block_size});
   if (channel_) channel_->send_step(hb);
-  return forward(hb);
+  if (hb.num_extra_rows == 0) return forward(hb);
+  Tensor hidden = executor_->run(hb);
+  const int64_t S = hidden.size(0), sampled = S - hb.num_extra_rows;
+  if (prompt_hidden) *prompt_hidden = hidden.rows(sampled, S);
+  return model_->compute_logits(hidden.rows(0, sampled));
+}
+
+std::vector<TokenLogprobs> ModelRunner::prompt_logprobs(const Tensor& hidden, const std::vector<int>& targets,
+                                                        int top_n) {
+  const int64_t R = hidden.size(0);
+  NV_CHECK_EQ(R, int64_t(targets.size()), "prompt logprob rows");
+  std::vector<TokenLogprobs> out(static_cast<size_t>(R));
+  constexpr int64_t kSlice = 64;  // [64, V] F32 logits at a time
+  std::vector<std::pair<float, int>> top;
+  for (int64_t r0 = 0; r0 < R; r0 += kSlice) {
+    const int64_t r1 = std::min(R, r0 + kSlice);
+    const Tensor logits = backend_->to_host(model_->compute_logits(hidden.rows(r0, r1)));
+    const int64_t V = logits.size(-1);
+    const float* l = logits.data<float>();
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* row = l + (r - r0) * V;
+      // log_softmax with the max subtracted (float64 sum): logprob = x - max - log(sum exp).
+      float mx = row[0];
+      for (int64_t j = 1; j < V; ++j) mx = std::max(mx, row[j]);
+      double sum = 0;
+      for (int64_t j = 0; j < V; ++j) sum += std::exp(double(row[j] - mx));
+      const double lse = double(mx) + std::log(sum);
+      const int t = targets[size_t(r)];
+      TokenLogprobs& o = out[size_t(r)];
+      o.logprob = float(double(row[t]) - lse);
+      int rank = 1;
+      for (int64_t j = 0; j < V; ++j) rank += row[j] > row[t];
+      o.rank = rank;
+      if (top_n > 0) {
+        top.clear();
+        for (int64_t j = 0; j < V; ++j) {
+          if (int(top.size()) < top_n) {
+            top.push_back({row[j], int(j)});
+            std::push_heap(top.begin(), top.end(), std::greater<>());
+          } else if (row[j] > top.front().first) {
+            std::pop_heap(top.begin(), top.end(), std::greater<>());
+            top.back() = {row[j], int(j)};
+            std::push_heap(top.begin(), top.end(), std::greater<>());
+          }
+        }
+        std::sort_heap(top.begin(), top.end(), std::greater<>());  // largest first
+        for (const auto& [x, id] : top) o.top.push_back({id, float(double(x) - lse)});
+      }
+    }
+  }
+  return out;
 }
 
 Tensor ModelRunner::run_hidden(const HostBatch& hb) {

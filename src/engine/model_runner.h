@@ -53,10 +53,20 @@ class ModelRunner {
   HostBatch prepare(const SchedulerOutput& out, Rows rows = Rows::kSample) const;
   // The rows each scheduled sequence contributes under `rows` (prepare's rule).
   static int num_rows(const ScheduledSeq& s, Rows rows);
+  // prompt_logprobs: the prompt positions [first, first + count) of this chunk whose logits
+  // score the next prompt token (position P - 1, the prompt's last, is the sampled row).
+  // prepare() appends their rows after every sampled row (HostBatch::num_extra_rows).
+  struct PromptRows {
+    int first = 0, count = 0;
+  };
+  static PromptRows prompt_rows(const ScheduledSeq& s);
+  // Per row of `hidden` (prompt rows from run()): the logprob of targets[i], its rank and the
+  // top-n alternatives, computed in slices of rows so that [rows, V] logits never pile up.
+  std::vector<TokenLogprobs> prompt_logprobs(const Tensor& hidden, const std::vector<int>& targets, int top_n);
   // Forward for a prepared batch; logits [S, V] F32 on the backend's device (on CUDA the
   // forward is only enqueued: the caller overlaps host work until Backend::sample). Rank 0
   // with TP: broadcasts the batch to the other ranks first.
-  Tensor run(const HostBatch& batch);
+  Tensor run(const HostBatch& batch, Tensor* prompt_hidden = nullptr);
   // Embedding models (one rank): the final normed hidden states [S, H] of the batch's
   // logits_indices rows, on the host as F32 (no LM head).
   Tensor run_hidden(const HostBatch& batch);

@@ -27,6 +27,7 @@ RequestOutput Completion::final_output() const {
   o.finish_reason = finish_reason_name(seq.finish_reason);
   o.error = error;
   o.stop_reason = output.matched_stop();
+  o.prompt_logprobs = request.prompt_logprobs;
   if (embed) {
     o.token_ids.clear();
     o.text.clear();
@@ -48,6 +49,7 @@ bool Completion::next_delta(bool final, StreamDelta& d) {
   d.num_prompt_tokens = seq.num_prompt_tokens;
   d.num_generated_tokens = seq.num_completion_tokens();
   d.num_cached_tokens = num_cached_tokens;
+  if (final) d.prompt_logprobs = request.prompt_logprobs;
   if (embed) {
     d.token_ids.clear();
     d.text.clear();

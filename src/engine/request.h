@@ -68,6 +68,9 @@ struct Request {
   const std::shared_ptr<OutputSink> sink;
   std::vector<std::unique_ptr<Completion>> completions;  // index order
   int num_unfinished = 0;
+  // params.prompt_logprobs >= 0: entry i scores prompt token i + 1 (filled as the prompt's
+  // chunks are computed; shared by the n completions, which share the prompt).
+  std::vector<TokenLogprobs> prompt_logprobs;
 
   bool finished() const { return num_unfinished == 0; }
 };

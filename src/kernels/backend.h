@@ -46,6 +46,9 @@ struct HostBatch {
   int num_seqs = 0, num_tokens = 0, max_seqlen_q = 0, max_seqlen_k = 0, block_size = 0;
   int block_table_stride = 0;  // = max_blocks_per_seq
   bool decode_only = false;
+  // The last num_extra_rows of logits_indices are not sampled: prompt positions whose logits the
+  // engine reads for prompt_logprobs (ModelRunner::run hands their hidden states back).
+  int num_extra_rows = 0;
 };
 
 struct AttentionParams {

@@ -162,6 +162,25 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
     std::stable_sort(out.begin(), out.end(), [&](const Collected& a, const Collected& b) { return score(a) > score(b); });
     out.resize(size_t(plan.n));
   }
+  // prompt_logprobs (vLLM's shape): null for the first prompt token, then per token
+  // {"<id>": {"logprob", "rank", "decoded_token"}} for the prompt token and the top-N.
+  json prompt_lps = nullptr;
+  if (!out.empty() && !out[0].last.prompt_logprobs.empty()) {
+    const TokenText text_of = token_text(ctx.tokenizer);
+    prompt_lps = json::array({nullptr});
+    const auto& ids = plan.prompt_token_ids;
+    for (size_t p = 0; p < out[0].last.prompt_logprobs.size(); ++p) {
+      const TokenLogprobs& lp = out[0].last.prompt_logprobs[p];
+      json pos = json::object();
+      for (size_t k = 0; k < lp.top.size(); ++k)
+        pos[std::to_string(lp.top[k].token_id)] = {{"logprob", lp.top[k].logprob}, {"rank", k + 1},
+                                                   {"decoded_token", text_of(lp.top[k].token_id)}};
+      if (p + 1 < ids.size())
+        pos[std::to_string(ids[p + 1])] = {{"logprob", lp.logprob}, {"rank", lp.rank},
+                                           {"decoded_token", text_of(ids[p + 1])}};
+      prompt_lps.push_back(std::move(pos));
+    }
+  }
   json choices = json::array();
   for (int i = 0; i < plan.n; ++i) {
     const Collected& c = out[size_t(i)];
@@ -182,11 +201,13 @@ void respond_full(ServerContext& ctx, Channel& ch, std::vector<StreamDelta> firs
         choices.back()["token_ids"] = c.ids;
         choices.back()["prompt_token_ids"] = plan.prompt_token_ids;
       }
+      if (!prompt_lps.is_null()) choices.back()["prompt_logprobs"] = prompt_lps;
     }
   }
+  json body = response_body(plan.meta, std::move(choices), usage_json(prompt_tokens, completion_tokens));
+  if (plan.meta.chat && !prompt_lps.is_null()) body["prompt_logprobs"] = std::move(prompt_lps);  // vLLM: top level
   res.status = 200;
-  res.set_content(dump_json(response_body(plan.meta, std::move(choices), usage_json(prompt_tokens, completion_tokens))),
-                  "application/json");
+  res.set_content(dump_json(body), "application/json");
 }
 
 // State of one SSE stream, shared by the content provider and its releaser.
@@ -402,10 +423,8 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     ch = sub.ch;
     plan.choice.prompt_opened = sub.prompt_opened;
     if (g.echo) plan.echo_text = prompt_text(g, sub.prompt_ids, ctx.tokenizer);
-    if (g.return_token_ids) {
-      plan.return_token_ids = true;
-      plan.prompt_token_ids = std::move(sub.prompt_ids);
-    }
+    if (g.return_token_ids) plan.return_token_ids = true;
+    if (g.return_token_ids || g.params.prompt_logprobs >= 0) plan.prompt_token_ids = std::move(sub.prompt_ids);
     std::vector<StreamDelta> first = wait_first(*ch, plan.prompt_param);
     if (plan.stream) respond_stream(ctx, ch, std::move(first), plan, std::move(in_flight), res);
     else respond_full(ctx, *ch, std::move(first), plan, res);

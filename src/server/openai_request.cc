@@ -186,6 +186,8 @@ void validate_params(const GenerationRequest& r) {
 // report them (logprobs >= 0) whether or not the client asked (the response shows them only then).
 void rank_needs_logprobs(GenerationRequest& r) {
   if (r.params.n > r.num_returned) r.params.logprobs = std::max(r.params.logprobs, 0);
+  if (r.params.prompt_logprobs >= 0 && r.stream)
+    throw bad_request("'prompt_logprobs' is not supported with stream = true", "prompt_logprobs");
 }
 
 // OpenAI's reasoning_effort on a reasoning model: none / minimal turn thinking off (the

@@ -27,6 +27,9 @@ struct StructuredOutputsParams {
   // A grammar as text: GBNF / EBNF (`root ::= ...`, llama.cpp's and xgrammar's syntax) or a
   // Lark subset (`start: ...`); src/structured/grammar_text.h.
   std::string grammar;
+  // vLLM's structural tag as JSON text: {"structures": [{"begin", "schema", "end"}], "triggers"}:
+  // free text in which a trigger starts a tagged JSON structure (src/structured/structural_tag.h).
+  std::string structural_tag;
   // Tool calls in the model's own call format (Hermes/Qwen3 <tool_call>{...}</tool_call>, or
   // Llama-3 JSON; chosen from the chat template), their arguments following the tools' parameter
   // schemas. `tools` is the OpenAI "tools" list as JSON text; tool_name "" = one or more calls
@@ -36,7 +39,7 @@ struct StructuredOutputsParams {
   bool disable_any_whitespace = false;  // JSON: no whitespace between tokens (else: src/structured/README.md)
 
   bool empty() const {
-    return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty() && grammar.empty();
+    return json.empty() && regex.empty() && choice.empty() && !json_object && tools.empty() && grammar.empty() && structural_tag.empty();
   }
 };
 
@@ -51,6 +54,8 @@ constexpr auto fields_of(const StructuredOutputsParams*) {
       field("choice", &O::choice, "", "the output is exactly one of these strings"),
       field("json_object", &O::json_object, "", "any JSON object"),
       field("grammar", &O::grammar, "", "a GBNF / EBNF (root ::= ...) or Lark (start: ...) grammar"),
+      field("structural_tag", &O::structural_tag, "",
+            "JSON text {structures: [{begin, schema, end}], triggers}: tagged JSON in free text"),
       field("tools", &O::tools, "", "OpenAI tools list (JSON text)"),
       field("tool_name", &O::tool_name, "", "exactly one call of this function"),
       field("disable_any_whitespace", &O::disable_any_whitespace, "",

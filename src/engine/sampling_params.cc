@@ -13,9 +13,10 @@ void SamplingParams::validate() const {
     NV_THROW("min_tokens must be in [0, max_tokens=", max_tokens, "], got ", min_tokens);
   const StructuredOutputsParams& so = structured_outputs;
   const int constraints = int(!so.json.empty()) + int(!so.regex.empty()) + int(!so.choice.empty()) +
-                          int(so.json_object) + int(!so.tools.empty()) + int(!so.grammar.empty());
+                          int(so.json_object) + int(!so.tools.empty()) + int(!so.grammar.empty()) +
+                          int(!so.structural_tag.empty());
   if (constraints > 1)
-    NV_THROW("structured_outputs: give only one of json, regex, choice, json_object, grammar, tools");
+    NV_THROW("structured_outputs: give only one of json, regex, choice, json_object, grammar, structural_tag, tools");
   if (!so.tool_name.empty() && so.tools.empty())
     NV_THROW("structured_outputs.tool_name '", so.tool_name, "' needs structured_outputs.tools");
 }

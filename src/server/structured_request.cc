@@ -1,5 +1,7 @@
 #include "server/structured_request.h"
 
+#include "util/json_bounded.h"
+
 namespace nanovllm::server {
 
 using ojson = nlohmann::ordered_json;
@@ -67,7 +69,13 @@ std::optional<Found> from_response_format(const ojson& rf) {
   std::string type = rf["type"].get<std::string>();
   if (type == "text") return std::nullopt;
   if (type == "json_object") return json_object_field(p);
-  if (type != "json_schema") bad(p, "type \"" + type + "\" is not supported (text, json_object, json_schema are)");
+  if (type == "structural_tag") {
+    Found f{p, {}};
+    f.so.structural_tag = ojson{{"structures", rf.value("structures", ojson())}, {"triggers", rf.value("triggers", ojson())}}.dump();
+    return f;
+  }
+  if (type != "json_schema")
+    bad(p, "type \"" + type + "\" is not supported (text, json_object, json_schema, structural_tag are)");
   if (!rf.contains("json_schema") || !rf["json_schema"].is_object() || !rf["json_schema"].contains("schema"))
     bad(p, "json_schema.schema is required");
   return schema_field(p + ".json_schema.schema", rf["json_schema"]["schema"]);
@@ -91,11 +99,22 @@ std::optional<Found> from_structured_outputs(const ojson& so) {
     } else if (k == "grammar") {
       c = grammar_field(p + ".grammar", v);
     } else if (k == "structural_tag") {
-      bad(p + "." + k, "is not supported (json, regex, choice, json_object, grammar are)");
+      // JSON text (vLLM) or the object itself.
+      ojson spec = v;
+      if (v.is_string()) {
+        try {
+          spec = parse_ordered_json(v.get<std::string>(), "structural_tag");  // bounded nesting
+        } catch (const Error&) {
+          bad(p + "." + k, "is not valid JSON");
+        }
+      }
+      if (!spec.is_object()) bad(p + "." + k, "must be {\"structures\": [...], \"triggers\": [...]}");
+      c = Found{p + "." + k, {}};
+      c->so.structural_tag = spec.dump();
     }
     else if (!v.is_null() && k != "disable_fallback" && k != "whitespace_pattern")
       bad(p + "." + k, "is not a known field");
-    if (c && r) bad(p, "give only one of json, regex, choice, json_object, grammar");
+    if (c && r) bad(p, "give only one of json, regex, choice, json_object, grammar, structural_tag");
     if (c) r = std::move(c);
   }
   if (r) r->so.disable_any_whitespace = compact;

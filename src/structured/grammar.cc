@@ -88,6 +88,8 @@ int GrammarBuilder::new_state(int rule) {
 
 void GrammarBuilder::eps(int from, int to) { g_.states[from].eps.push_back(to); }
 
+void GrammarBuilder::byte_edge(int from, uint8_t lo, uint8_t hi, int to) { g_.states[from].bytes.push_back({lo, hi, to}); }
+
 // Invariant of every emit(e, from, to): it adds out-edges to `from`, in-edges to `to` and fresh
 // states in between, never an edge into `from`; so fragments emitted between the same pair of
 // states form an alternation, and chaining fragments through fresh states a sequence.

@@ -86,6 +86,8 @@ class GrammarBuilder {
   int new_state(int rule);
   void eps(int from, int to);
   void emit(const Expr& e, int from, int to);
+  // One edge from -> to on any byte in [lo, hi] (raw bytes, not code points).
+  void byte_edge(int from, uint8_t lo, uint8_t hi, int to);
 
   // Validates and returns the grammar with `root` as start rule. Throws ConstraintError when
   // the root matches nothing, or a rule can call itself without consuming a byte (left

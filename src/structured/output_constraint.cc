@@ -2,6 +2,7 @@
 
 #include "structured/constraints.h"
 #include "structured/grammar_text.h"
+#include "structured/structural_tag.h"
 #include "structured/tool_constraint.h"
 #include "util/json_bounded.h"
 
@@ -31,6 +32,11 @@ std::optional<RequestConstraint> constraint_for(const StructuredOutputsParams& p
   if (!p.regex.empty()) {
     std::string re = p.regex;
     return RequestConstraint{"regex", "regex\n" + re, [re] { return regex_grammar(re); }};
+  }
+  if (!p.structural_tag.empty()) {
+    ojson spec = parse(p.structural_tag, "structural_tag");
+    return RequestConstraint{"structural_tag", ws + "structural_tag\n" + spec.dump(),
+                             [spec, opt] { return structural_tag_grammar(spec, opt); }};
   }
   if (!p.grammar.empty()) {
     std::string text = p.grammar;

@@ -239,6 +239,18 @@ async function grammars() {
       assert.equal(c.finish_reason, 'stop');
     }
   }
+  // structural_tag (vLLM's response_format): free text, each trigger a tagged JSON structure.
+  const tag = { type: 'structural_tag', triggers: ['<f='],
+    structures: [{ begin: '<f=get>', schema: { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 9 } },
+      required: ['n'], additionalProperties: false }, end: '</f>' }] };
+  for (let seed = 0; seed < 3; ++seed) {
+    const r = await openai.chat.completions.create({ model, messages: msgs, max_tokens: 24, seed, response_format: tag });
+    const text = r.choices[0].message.content ?? '';
+    for (const m of text.matchAll(/<f=get>([\s\S]*?)<\/f>/g)) assert.equal(typeof JSON.parse(m[1]).n, 'number');
+    assert.ok(!text.replace(/<f=get>[\s\S]*?<\/f>/g, '').includes('<f=') || r.choices[0].finish_reason === 'length', text);
+  }
+  await expectError(openai.chat.completions.create({ model, messages: msgs, response_format: { type: 'structural_tag', triggers: ['<'], structures: [] } }), 400,
+    (e) => assert.match(e.message, /structures/));
   await expectError(openai.chat.completions.create({ model, messages: msgs, grammar: 'root ::= "a"\nb ::= c' }), 400,
     (e) => assert.match(e.message, /line 2: rule 'c' is used but never defined/));
   await expectError(openai.chat.completions.create({ model, messages: msgs, structured_outputs: { grammar: 'start: /a/i' } }), 400,

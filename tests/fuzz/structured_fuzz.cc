@@ -3,7 +3,8 @@
 //   build-fuzz/fuzz_structured -max_total_time=300
 // Input: one mode byte, a spec, a NUL byte, then driver bytes.
 //   mode % 5 == 0: spec is a JSON schema; 1: a regex; 2: the driver bytes are model output for
-//   the tool-call and reasoning parsers (spec unused); 3: a GBNF grammar; 4: a Lark grammar.
+//   the tool-call and reasoning parsers (spec unused); 3: a GBNF grammar; 4: a Lark grammar;
+//   5: a structural tag ({"structures", "triggers"} JSON).
 // Invariants: compiling either succeeds or throws nanovllm::Error; while generating with the
 // driver bytes choosing among the allowed tokens, the mask is never empty before termination,
 // chosen tokens are accepted, and mask bits agree with is_allowed; a parser's result does not
@@ -17,6 +18,7 @@
 #include "chat/tool_parser.h"
 #include "structured/constraints.h"
 #include "structured/grammar_text.h"
+#include "structured/structural_tag.h"
 #include "structured/matcher.h"
 
 using namespace nanovllm::structured;
@@ -91,7 +93,7 @@ void parsers(std::string_view text, size_t cut) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  int mode = data[0] % 5;
+  int mode = data[0] % 6;
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   size_t nul = rest.find('\0');
   std::string_view spec = rest.substr(0, nul), driver = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
@@ -109,8 +111,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       g = regex_grammar(spec, 5000);
     } else if (mode == 3) {
       g = gbnf_grammar(spec, 5000);
-    } else {
+    } else if (mode == 4) {
       g = lark_grammar(spec, 5000);
+    } else {
+      JsonSchemaOptions opt;
+      opt.max_states = 5000;
+      g = structural_tag_grammar(parse_json_schema(spec), opt);
     }
   } catch (const nanovllm::Error&) {
     return 0;

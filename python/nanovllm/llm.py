@@ -16,14 +16,23 @@ from .progress import ProgressBar
 from .tokenizer import Tokenizer
 
 
+def _logprob_dict(lp):
+    """TokenLogprobs as a dict; "rank" only where it was computed (prompt_logprobs), so sampled
+    tokens' entries equal the CLI's --json."""
+    d = lp.to_dict()
+    if not d.get("rank"):
+        d.pop("rank", None)
+    return d
+
+
 def _completion_dict(out):
     d = {"text": out.text, "token_ids": out.token_ids, "finish_reason": out.finish_reason}
     if out.logprobs:
-        d["logprobs"] = [lp.to_dict() for lp in out.logprobs]
+        d["logprobs"] = [_logprob_dict(lp) for lp in out.logprobs]
     if out.embedding:
         d["embedding"] = list(out.embedding)
     if out.prompt_logprobs:
-        d["prompt_logprobs"] = [None] + [lp.to_dict() for lp in out.prompt_logprobs]
+        d["prompt_logprobs"] = [None] + [_logprob_dict(lp) for lp in out.prompt_logprobs]
     return d
 
 

@@ -330,7 +330,12 @@ void LLMEngine::embed_step(const SchedulerOutput& so) {
   for (const ScheduledSeq& ss : so.seqs) {
     Completion& c = *ss.seq->owner;
     const int n = ModelRunner::num_rows(ss, rows);
-    if (c.pool_sum.empty()) c.pool_sum.assign(size_t(H), 0.0);
+    // A chunk from position 0 starts the pooling over (a sequence preempted mid-prefill is
+    // recomputed from its first token: its earlier rows must not count twice).
+    if (c.pool_sum.empty() || ss.seq->num_cached_tokens == 0) {
+      c.pool_sum.assign(size_t(H), 0.0);
+      c.pool_rows = 0;
+    }
     for (int r = 0; r < n; ++r, ++row)
       for (int64_t j = 0; j < H; ++j) c.pool_sum[size_t(j)] += double(h[row * H + j]);
     c.pool_rows += n;

@@ -5,12 +5,6 @@
 namespace nanovllm::server {
 namespace {
 
-std::string idx(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
-ApiError unsupported(const std::string& what, const std::string& param) {
-  return bad_request(what + " is not supported by this server", param, "unsupported_parameter");
-}
-
 // Text of a string or a list of {"type": "text", "text"} blocks (system, tool_result content).
 std::string text_blocks(const ojson& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();

@@ -25,19 +25,14 @@ std::string string_field(const ojson& b, const char* key, const std::string& par
   return v->get<std::string>();
 }
 
+std::string idx(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
+
+ApiError unsupported(const std::string& what, const std::string& param) {
+  return bad_request(what + " is not supported by this server", param, "unsupported_parameter");
+}
+
 ojson parse_ordered_body(const std::string& body, size_t max_json_depth) {
-  ojson j;
-  try {
-    JsonLimits limits;
-    limits.max_depth = max_json_depth;
-    j = parse_ordered_json(body, "request body", limits);
-  } catch (const Error& e) {
-    std::string msg = client_message(e.what());
-    if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
-    throw bad_request(msg, "", "invalid_json");
-  }
-  if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
-  return j;
+  return parse_request_body_as<ojson>(body, max_json_depth);
 }
 
 void copy_sampling_fields(const ojson& from, ojson& chat) {

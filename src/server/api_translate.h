@@ -22,6 +22,12 @@ ApiError field_type_error(const std::string& param, const std::string& want);
 // A string field (absent -> `def`); another type is a 400 naming `param`.
 std::string string_field(const ojson& b, const char* key, const std::string& param, const std::string& def = "");
 
+// "base[i]": an element's name in messages.
+std::string idx(const std::string& base, size_t i);
+
+// 400 "<what> is not supported by this server" (code unsupported_parameter).
+ApiError unsupported(const std::string& what, const std::string& param);
+
 // The body as an ordered JSON object within the depth limit (400 invalid_json otherwise).
 ojson parse_ordered_body(const std::string& body, size_t max_json_depth);
 

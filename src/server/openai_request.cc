@@ -234,11 +234,17 @@ std::string content_to_text(const json& content, size_t index) {
 
 // Bounded parse (util/json_bounded.h): nesting is limited before anything recurses over it.
 json parse_request_body(const std::string& body, size_t max_json_depth) {
-  json j;
+  return parse_request_body_as<json>(body, max_json_depth);
+}
+
+template <class Json>
+Json parse_request_body_as(const std::string& body, size_t max_json_depth) {
+  Json j;
   try {
     JsonLimits limits;
     limits.max_depth = max_json_depth;
-    j = parse_json(body, "request body", limits);
+    if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) j = parse_ordered_json(body, "request body", limits);
+    else j = parse_json(body, "request body", limits);
   } catch (const Error& e) {
     std::string msg = client_message(e.what());
     if (msg.find("nested deeper") != std::string::npos) msg += " (serve --max-json-depth)";
@@ -247,6 +253,8 @@ json parse_request_body(const std::string& body, size_t max_json_depth) {
   if (!j.is_object()) throw bad_request("request body must be a JSON object", "", "invalid_json");
   return j;
 }
+template json parse_request_body_as<json>(const std::string&, size_t);
+template nlohmann::ordered_json parse_request_body_as<nlohmann::ordered_json>(const std::string&, size_t);
 
 GenerationRequest parse_completion_request(const std::string& body, size_t max_json_depth) {
   const json b = parse_request_body(body, max_json_depth);

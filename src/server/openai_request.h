@@ -48,6 +48,10 @@ nlohmann::json parse_request_body(const std::string& body, size_t max_json_depth
 
 // `body` is the raw request body. Throws ApiError (400) for malformed JSON (numbers out of
 // range included), JSON nested deeper than `max_json_depth`, wrong types and invalid values.
+// The same, keys in the order written (nlohmann::ordered_json): Json is json or ordered_json.
+template <class Json>
+Json parse_request_body_as(const std::string& body, size_t max_json_depth = kDefaultRequestJsonDepth);
+
 GenerationRequest parse_completion_request(const std::string& body,
                                            size_t max_json_depth = kDefaultRequestJsonDepth);
 GenerationRequest parse_chat_request(const std::string& body, size_t max_json_depth = kDefaultRequestJsonDepth);

@@ -8,12 +8,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string idx(const std::string& base, size_t i) { return base + "[" + std::to_string(i) + "]"; }
-
-ApiError unsupported(const std::string& what, const std::string& param) {
-  return bad_request(what + " is not supported by this server", param, "unsupported_parameter");
-}
-
 // A message's content: a string or a list of text parts (input_text, output_text, text, refusal).
 std::string content_text(const ojson& c, const std::string& where) {
   if (c.is_string()) return c.get<std::string>();

@@ -137,6 +137,16 @@ struct Rules {
   }
 };
 
+// `*`, `+` or `?` after an item (both syntaxes): applies it to `e` and returns true.
+bool simple_repeat(Text& t, ExprPtr& e) {
+  switch (t.peek()) {
+    case '*': t.get(); e = star(e); return true;
+    case '+': t.get(); e = repeat(e, 1, -1); return true;
+    case '?': t.get(); e = opt(e); return true;
+    default: return false;
+  }
+}
+
 int parse_count(Text& t) {
   if (!std::isdigit(static_cast<unsigned char>(t.peek()))) t.fail("expected a number in a repetition");
   long v = 0;
@@ -271,15 +281,8 @@ class Gbnf {
   ExprPtr postfix(ExprPtr e) {
     for (;;) {
       const char c = t_.peek();
-      if (c == '*') {
-        t_.get();
-        e = star(e);
-      } else if (c == '+') {
-        t_.get();
-        e = repeat(e, 1, -1);
-      } else if (c == '?') {
-        t_.get();
-        e = opt(e);
+      if (simple_repeat(t_, e)) {
+        continue;
       } else if (c == '{') {
         t_.get();
         t_.skip(false, "#");
@@ -571,15 +574,8 @@ class Lark {
   ExprPtr postfix(ExprPtr e) {
     for (;;) {
       const char c = t_.peek();
-      if (c == '*') {
-        t_.get();
-        e = star(e);
-      } else if (c == '+') {
-        t_.get();
-        e = repeat(e, 1, -1);
-      } else if (c == '?') {
-        t_.get();
-        e = opt(e);
+      if (simple_repeat(t_, e)) {
+        continue;
       } else if (c == '~' || (c == ' ' && t_.peek(1) == '~')) {
         t_.skip(false, "//");
         t_.get();

@@ -63,6 +63,10 @@ void Channel::end_remaining(const std::string& reason, const std::string& error)
     d.finished = true;
     d.finish_reason = reason;
     d.error = error;
+    // What the request got before it was cut: an error after output is the server's, and usage
+    // counts the tokens generated.
+    d.num_prompt_tokens = seen_prompt_;
+    d.num_generated_tokens = i < int(seen_generated_.size()) ? seen_generated_[size_t(i)] : 0;
     push(std::move(d));
   }
 }
@@ -95,6 +99,7 @@ std::shared_ptr<Channel> EngineLoop::submit(EngineRequest req, Clock::time_point
   ch->metrics_ = &metrics_;
   ch->n_ = std::max(1, req.params.n);
   ch->engine_done_.assign(size_t(ch->n_), 0);
+  ch->seen_generated_.assign(size_t(ch->n_), 0);
   ch->req_ = std::move(req);
   ch->arrival_ = arrival;
   {
@@ -162,6 +167,10 @@ void Channel::on_event(CompletionEvent&& e) {
   StreamDelta& d = e.delta;
   const auto now = Clock::now();
   delivered_ = true;
+  if (d.index >= 0 && d.index < n_) {  // the counts a final delta made here (end_remaining) repeats
+    seen_generated_[size_t(d.index)] = d.num_generated_tokens;
+    seen_prompt_ = d.num_prompt_tokens;
+  }
   const size_t n = d.token_ids.size();
   if (n > 0) {
     if (!got_first_) {

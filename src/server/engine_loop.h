@@ -66,6 +66,8 @@ class Channel : public OutputSink {
   int n_ = 1;                     // completions (SamplingParams::n): done after n final deltas
   int finished_ = 0;              // final deltas pushed (under mu_)
   std::vector<char> engine_done_;  // engine thread: index -> its final event came
+  std::vector<int> seen_generated_;  // engine thread: index -> tokens generated so far
+  int seen_prompt_ = 0;
   Clock::time_point arrival_, last_token_;
   uint64_t request_id_ = 0;
   bool in_engine_ = false;

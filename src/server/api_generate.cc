@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "server/anthropic_request.h"
 #include "server/anthropic_writer.h"

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "server/generation.h"
 #include "tokenizer/tokenizer.h"

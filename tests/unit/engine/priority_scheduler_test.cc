@@ -4,6 +4,7 @@
 // both step policies. FCFS behaviour is scheduler_test.cc's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "engine/scheduler.h"

@@ -3,6 +3,7 @@
 // checks are tests/e2e/test_api_sdks.py; these pin the mapping rules and every error.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "server/anthropic_request.h"

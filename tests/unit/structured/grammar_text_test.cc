@@ -5,6 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "structured/grammar_text.h"

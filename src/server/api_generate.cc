@@ -50,14 +50,10 @@ class WriterRun {
       began_ = true;
     }
     for (const json& cd : co_.push(d.text)) out += push(cd);
-    generated_ = std::max({generated_, d.num_generated_tokens, generated_ + int(d.token_ids.size())});
     if (!d.finished) return out;
     finished_ = true;
     if (d.finish_reason == "error") {
-      // After output (an engine failure mid-generation) it is the server's error, whatever the
-      // final delta's counts say; before any, engine_error's rule (a bad prompt: the client's).
-      error_ = generated_ > 0 ? ApiError(500, client_message(d.error.empty() ? "request failed" : d.error), "server_error")
-                              : engine_error(d, "input");
+      error_ = engine_error(d, "input");  // after output (the loop's final delta counts it): 500
       return out + w_->stream_error(*error_);
     }
     for (const json& cd : co_.finish()) out += push(cd);
@@ -84,7 +80,6 @@ class WriterRun {
   ChoiceOutput co_;
   const Tokenizer* tok_;
   std::string reasoning_;
-  int generated_ = 0;  // tokens seen so far
   bool began_ = false, finished_ = false;
   std::optional<ApiError> error_;
 };

@@ -73,7 +73,7 @@ def run_case(binary, tmp, mode, extra):
                             ({"input": "x", "dimensions": 0}, "dimensions"),
                             ({"input": "x", "dimensions": 100000}, "dimensions"),
                             ({"input": "x", "encoding_format": "int8"}, "encoding_format"),
-                            ({"input": [[1] * 5000]}, "input")]:
+                            ({"input": [[1] * 5000]}, "input"), ({"input": ["a"] * 2049}, "input")]:
             st, _, e = srv.post_json("/v1/embeddings", body)
             check(st == 400 and e["error"]["param"] == param, f"{body}: {st} {e}")
         sdk = sdk_check(srv, model, ids[1], reference(ref, ids[1], mode))

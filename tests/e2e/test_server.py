@@ -449,12 +449,14 @@ def case_priority_scheduling(tmp, model):
             with lock:
                 done.append((name, st))
 
+        # Each request joins once the previous one is seen in its state (running, then waiting):
+        # the long one needs >= 60 steps of >= 10 ms, so it still runs when the others queue.
         long = threading.Thread(target=client, args=("long", 0, 60))
         long.start()
-        time.sleep(0.3)  # running
+        srv.wait_metrics(lambda m: m["nanovllm_num_requests_running"] == 1, "the long request running")
         low = threading.Thread(target=client, args=("low", 5, 4))
         low.start()
-        time.sleep(0.2)  # waiting
+        srv.wait_metrics(lambda m: m["nanovllm_num_requests_waiting"] == 1, "the priority-5 request waiting")
         high = threading.Thread(target=client, args=("high", 0, 4))
         high.start()
         for t in (long, low, high):

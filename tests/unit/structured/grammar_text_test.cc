@@ -180,6 +180,21 @@ TEST(GrammarText, ErrorsNameTheProblemAndLine) {
       {"start: /(?=a)a/", "lookaround"},
       {"start: \"a\"\nstart: \"b\"", "defined twice"},
   };
+  // Nesting is bounded before it can exhaust the stack.
+  const std::string deep_gbnf = "root ::= " + std::string(101, '(') + "\"a\"" + std::string(101, ')');
+  const std::string deep_lark = "start: " + std::string(101, '(') + "\"a\"" + std::string(101, ')');
+  EXPECT_THROW(
+      {
+        try {
+          (void)gbnf_grammar(deep_gbnf);
+        } catch (const ConstraintError& e) {
+          EXPECT_NE(std::string(e.what()).find("nested deeper than 100"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      ConstraintError);
+  EXPECT_THROW((void)lark_grammar(deep_lark), ConstraintError);
+  EXPECT_NO_THROW((void)gbnf_grammar("root ::= " + std::string(50, '(') + "\"a\"" + std::string(50, ')')));
   for (const auto& [text, want] : lark) {
     try {
       (void)lark_grammar(text);

@@ -80,6 +80,11 @@ TEST(StructuralTag, ErrorsNameTheProblem) {
       {R"({"structures": [{"begin": "<a>", "end": "</a>"}], "triggers": ["<"]})", "schema is required"},
       {R"({"structures": [{"begin": "<a>", "schema": {"type": "integer", "multipleOf": 3}, "end": "</a>"}], "triggers": ["<"]})", "multipleOf"},
   };
+  // At most 64 triggers.
+  ojson many = spec();
+  many["triggers"] = ojson::array();
+  for (int i = 0; i < 65; ++i) many["triggers"].push_back("<function=" + std::to_string(i));
+  EXPECT_THROW((void)structural_tag_grammar(many), ConstraintError);
   for (const auto& [text, want] : cases) {
     try {
       (void)structural_tag_grammar(ojson::parse(text));

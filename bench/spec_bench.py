@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Speculative decoding (--speculative ngram) against plain decoding, same model, prompts and
+"""Speculative decoding (--speculative ngram, or draft with --draft) against plain decoding, same model, prompts and
 flags: decode tokens/s (decode_tokens / decode_seconds of `nanovllm generate --json`), the
 acceptance rate and mean accepted length, steps, and whether the outputs are identical (they must
 be: speculation is exact). Rounds alternate plain / spec so drift hits both; medians reported.
@@ -18,18 +18,68 @@ Workloads (batch 1 unless --batch):
                 (the cost side on a model whose weights dominate the step)
 
   bench/spec_bench.py --nanovllm build/nanovllm --workloads loop,stories --rounds 3 [--batch 1,4,16]
+
+Draft model (--speculative draft): --draft DIR, or --draft layers:N for the workload's own model
+cut to its first N layers (embeddings, final norm and LM head kept; written once next to it), a
+draft that shares the target's embeddings as a small distilled model would.
+  bench/spec_bench.py --workloads loop,coin-k2 --draft layers:2 --rounds 3
 """
 import argparse
 import json
 import os
 import random
+import shutil
 import statistics
+import struct
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STORIES = os.path.join(ROOT, "..", "shared", "data", "models", "stories260K-hf")
 RANDOM_06B = os.path.join(ROOT, ".cache", "peer", "models", "qwen3-0.6b")
+
+
+def truncated_model(src, layers):
+    """src's first `layers` decoder layers as a model folder beside it (written once): the
+    safetensors files are rewritten with those tensors only, config.json gets num_hidden_layers."""
+    dst = f"{src.rstrip('/')}-first{layers}"
+    if os.path.exists(os.path.join(dst, "config.json")):
+        return dst
+    os.makedirs(dst, exist_ok=True)
+    for f in os.listdir(src):
+        if not f.endswith(".safetensors") and os.path.isfile(os.path.join(src, f)) and f != "model.safetensors.index.json":
+            shutil.copy(os.path.join(src, f), dst)
+    with open(os.path.join(dst, "config.json")) as fh:
+        cfg = json.load(fh)
+    cfg["num_hidden_layers"] = layers
+    with open(os.path.join(dst, "config.json"), "w") as fh:
+        json.dump(cfg, fh, indent=2)
+    keep = lambda name: not name.startswith("model.layers.") or int(name.split(".")[2]) < layers  # noqa: E731
+    tensors = {}
+    for f in sorted(os.listdir(src)):
+        if not f.endswith(".safetensors"):
+            continue
+        with open(os.path.join(src, f), "rb") as fh:
+            n = struct.unpack("<Q", fh.read(8))[0]
+            header = json.loads(fh.read(n))
+            base = 8 + n
+            for name, info in header.items():
+                if name == "__metadata__" or not keep(name):
+                    continue
+                b, e = info["data_offsets"]
+                fh.seek(base + b)
+                tensors[name] = (info["dtype"], info["shape"], fh.read(e - b))
+    header, off = {}, 0
+    for name, (dt, shape, data) in tensors.items():
+        header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
+        off += len(data)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(os.path.join(dst, "model.safetensors"), "wb") as fh:
+        fh.write(struct.pack("<Q", len(h)) + h)
+        for _, _, data in tensors.values():
+            fh.write(data)
+    return dst
 
 
 def generate(nv, model, prompts, opts, spec):
@@ -39,7 +89,7 @@ def generate(nv, model, prompts, opts, spec):
     for k, v in opts.items():
         args += [k] if v is True else [k, str(v)]
     if spec:
-        args += ["--speculative", "ngram"] + spec
+        args += spec if "--speculative" in spec else ["--speculative", "ngram"] + spec
     out = subprocess.run(args, capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise SystemExit(f"generate failed: {' '.join(args)}\n{out.stderr[-2000:]}")
@@ -100,6 +150,8 @@ def main():
     ap.add_argument("--k", type=int, default=4, help="--num-speculative-tokens")
     ap.add_argument("--max-batch", type=int, default=0, help="--speculative-max-batch (0: default)")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--draft", default="", help="--speculative draft with this model (DIR or layers:N)")
+    ap.add_argument("--quantization", default="", help="--quantization for both runs")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     rows = []
@@ -108,7 +160,12 @@ def main():
             model, prompts, opts = workload(name, a.nanovllm, batch)
             if a.threads:
                 opts["--threads"] = a.threads
+            if a.quantization:
+                opts["--quantization"] = a.quantization
             spec = ["--num-speculative-tokens", str(a.k)]
+            if a.draft:
+                draft = truncated_model(model, int(a.draft[7:])) if a.draft.startswith("layers:") else a.draft
+                spec = ["--speculative", "draft", "--draft-model", draft] + spec
             if a.max_batch:
                 spec += ["--speculative-max-batch", str(a.max_batch)]
             plain, sped = [], []

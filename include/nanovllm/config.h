@@ -65,7 +65,8 @@ struct Config {
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
   // Speculative decoding (src/spec): none | ngram (prompt lookup: drafts copied from the
-  // sequence's own earlier text after a matching n-gram, verified by the target in one step).
+  // sequence's own earlier text after a matching n-gram, verified by the target in one step) |
+  // draft (a smaller model with the same tokenizer drafts greedily: draft_model).
   std::string speculative = "none";
   int num_speculative_tokens = 4;        // K: the most drafts verified per sequence and step
   int ngram_min = 1;                     // n-gram lengths tried, longest first
@@ -76,6 +77,9 @@ struct Config {
   // Verify K drafts whenever the proposer has them: no adaptive K, no timing (vLLM's behaviour;
   // benchmarks and tests that need a fixed step structure).
   bool speculative_fixed_k = false;
+  // --speculative draft: the draft model's directory (same vocabulary and tokenizer as `model`,
+  // fewer parameters). It runs on rank 0's device with its own KV cache from the same budget.
+  std::string draft_model;
   // How the backend runs its kernels (threads' spinning, weight copy, kernel paths); defaults
   // from the NANOVLLM_* environment variables (backend_options.h).
   BackendOptions backend = backend_options_from_env();
@@ -95,7 +99,7 @@ inline constexpr std::string_view kQuantizationChoices[] = {
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16"};
-inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram"};
+inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram", "draft"};
 
 // The field table (nanovllm/field.h), in Python's keyword order (nano-vLLM's fields first).
 // `model` has no flag here: each command adds its own --model.
@@ -165,7 +169,8 @@ constexpr auto fields_of(const Config*) {
             "step and request to FILE"),
       choice_field("speculative", &C::speculative, "--speculative",
                    "speculative decoding: none | ngram (prompt lookup: drafts from the "
-                   "sequence's own earlier tokens, verified exactly by the model)",
+                   "sequence's own earlier tokens, verified exactly by the model) | draft (a "
+                   "smaller model drafts: --draft-model)",
                    kSpeculativeChoices),
       field("num_speculative_tokens", &C::num_speculative_tokens, "--num-speculative-tokens",
             "the most drafted tokens verified per sequence and step (1..16)",
@@ -181,6 +186,9 @@ constexpr auto fields_of(const Config*) {
       field("speculative_fixed_k", &C::speculative_fixed_k, "--speculative-fixed-k",
             "verify K drafts whenever there are some (default: K adapts to each sequence's "
             "acceptance and the measured cost of a draft)"),
+      field("draft_model", &C::draft_model, "--draft-model",
+            "--speculative draft: the draft model's directory (same tokenizer and vocabulary, "
+            "fewer parameters)"),
       choice_field("quantization", &C::quantization, "--quantization",
                    "weights quantized at load (CPU): auto (none; a GGUF file: the scheme its "
                    "block types map to) | none | int8 | int4 (int4-g32, int4-g64, int4-g32-zp, "

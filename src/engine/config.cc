@@ -10,6 +10,10 @@ void Config::validate() const {
   if (!p.empty()) NV_THROW(p);
   if (ngram_min > ngram_max)
     NV_THROW("ngram_min (", ngram_min, ") must be <= ngram_max (", ngram_max, ")");
+  if (speculative == "draft" && draft_model.empty())
+    NV_THROW("speculative 'draft' needs draft_model (--draft-model DIR)");
+  if (speculative != "draft" && !draft_model.empty())
+    NV_THROW("draft_model is set but speculative is '", speculative, "' (use --speculative draft)");
 }
 
 }  // namespace nanovllm

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "chat/chat_template.h"
+#include "engine/draft_setup.h"
 #include "engine/model_files.h"
 #include "spec/ngram_proposer.h"
 #include "util/json_bounded.h"
@@ -37,6 +38,13 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
         *tokenizer_, eos_ids_, mc_.vocab_size,
         chat::tool_call_format_for_template(tokenizer_->chat_template()));
 
+  // A draft model's KV cache takes its share of the budget (as many blocks as ours).
+  std::optional<DraftPlan> draft;
+  if (resolved.speculative == SpeculativeMethod::kDraft) {
+    draft = plan_draft_model(resolved, mc_, tokenizer_.get());
+    resolved.kv_extra_block_bytes = draft->block_bytes;
+    resolved.kv_reserved_device_bytes = draft->weight_bytes;
+  }
   runner_ = std::make_unique<ModelRunner>(resolved, mc_);
   config_ = resolved.settled();
   config_.num_kvcache_blocks = runner_->num_kvcache_blocks();
@@ -79,13 +87,19 @@ LLMEngine::LLMEngine(const Config& config) : config_(config) {
   stats_ = std::make_unique<StatsRecorder>(config_.num_kvcache_blocks,
                                            runner_->backend().num_threads(), runner_->executor());
   if (!config_.trace_path.empty()) tracer_ = std::make_unique<EngineTracer>(config_.trace_path, config_);
-  if (resolved.speculative == SpeculativeMethod::kNgram) {
+  if (resolved.speculative != SpeculativeMethod::kNone) {
     SpecOptions so;
     so.num_speculative_tokens = config_.num_speculative_tokens;
     so.max_batch = resolved.speculative_max_batch;
     so.fixed_k = config_.speculative_fixed_k;
-    spec_ = std::make_unique<SpecDecoder>(
-        so, std::make_unique<NgramProposer>(config_.ngram_min, config_.ngram_max));
+    std::unique_ptr<Proposer> proposer;
+    if (draft) {
+      draft->max_len = std::min(draft->max_len, config_.max_model_len + config_.num_speculative_tokens);
+      proposer = make_draft_proposer(resolved, *draft, config_.num_kvcache_blocks);
+    } else {
+      proposer = std::make_unique<NgramProposer>(config_.ngram_min, config_.ngram_max);
+    }
+    spec_ = std::make_unique<SpecDecoder>(so, std::move(proposer));
   }
 }
 
@@ -218,6 +232,7 @@ void LLMEngine::finish(Completion& c, FinishReason reason) {
     c.seq.finish_reason = reason;
   }
   c.ended = true;
+  if (spec_) spec_->release(c.seq.seq_id);  // a draft model's KV for it
   c.output.finish();
   stats_->finished(reason);
   if (tracer_) tracer_->finished(c.seq.seq_id, finish_reason_name(reason));

@@ -98,12 +98,15 @@ void ModelRunner::init() {
     if (backend_->device() != Device::CPU) {
       warmup();  // activation peak at the largest batch, then measure what is left
       budget = backend_->kv_cache_budget_bytes(spec.gpu_memory_utilization);
+      if (budget >= 0)  // less a draft model's weights, loaded after us
+        budget = std::max<int64_t>(0, budget - config_.kv_reserved_device_bytes);
     }
     if (budget < 0) {
       budget = cpu_kv_budget(spec);
       ranks_sharing = world;
     }
-    int64_t fit = budget / (int64_t(bb) * ranks_sharing);
+    // A draft model's cache (rank 0) takes kv_extra_block_bytes beside each of our blocks.
+    int64_t fit = budget / (int64_t(bb) * ranks_sharing + config_.kv_extra_block_bytes);
     // No more than every sequence at max_model_len could ever use.
     int64_t need = int64_t(spec.max_num_seqs) * ((spec.max_model_len + bs - 1) / bs);
     // Every rank must hold the same blocks: the smallest budget decides.

@@ -40,7 +40,9 @@ ResolvedConfig resolve(const Config& config) {
   if (r.num_threads <= 0)
     r.num_threads = std::max(1, int(std::thread::hardware_concurrency()) / c.tensor_parallel_size);
   r.dist_timeout = std::chrono::milliseconds(int64_t(double(c.dist_timeout_s) * 1000.0));
-  r.speculative = c.speculative == "ngram" ? SpeculativeMethod::kNgram : SpeculativeMethod::kNone;
+  r.speculative = c.speculative == "ngram"   ? SpeculativeMethod::kNgram
+                  : c.speculative == "draft" ? SpeculativeMethod::kDraft
+                                             : SpeculativeMethod::kNone;
   r.speculative_max_batch = c.speculative_max_batch > 0 ? c.speculative_max_batch
                             : r.device == Device::CPU   ? kCpuSpeculativeMaxBatch
                                                         : kCudaSpeculativeMaxBatch;

@@ -17,7 +17,7 @@ namespace nanovllm {
 inline constexpr int kCpuSpeculativeMaxBatch = 4;
 inline constexpr int kCudaSpeculativeMaxBatch = 8;
 
-enum class SpeculativeMethod : uint8_t { kNone, kNgram };
+enum class SpeculativeMethod : uint8_t { kNone, kNgram, kDraft };
 
 struct ResolvedConfig {
   // The Config as given (validated): its numbers are read from here, and ranks > 0 receive it
@@ -35,6 +35,11 @@ struct ResolvedConfig {
   SpeculativeMethod speculative = SpeculativeMethod::kNone;
   // speculative_max_batch; 0: the device's default (CPU 4, CUDA 8; docs/perf.md).
   int speculative_max_batch = 0;
+  // KV sizing when another KV cache shares this one's budget (speculative decoding's draft
+  // model, on rank 0): bytes it needs per block of ours, and device bytes its weights take.
+  // Set by the engine, not by resolve(); ranks > 0 leave them 0.
+  int64_t kv_extra_block_bytes = 0;
+  int64_t kv_reserved_device_bytes = 0;
 
   // spec with each `auto` replaced by what it settled to (device, lm_head_quantization,
   // kv_cache_dtype): what LLM::config() reports.

@@ -52,6 +52,8 @@ class SpecDecoder {
   // After each step: its wall time, how many sequences decoded in it and how many drafts it
   // verified; steps with prefill tokens are not decode steps and are ignored.
   void observe_step(int num_decode_seqs, int num_spec_tokens, bool has_prefill, double seconds);
+  // The sequence finished: the proposer drops what it kept for it.
+  void release(uint64_t seq_id) { proposer_->release(seq_id); }
   double beta() const { return beta_; }
   // How many drafts a sequence with this history should get (0..K).
   int choose_k(const Sequence& seq) const;

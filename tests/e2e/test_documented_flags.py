@@ -189,6 +189,9 @@ def cases(model, eos_model, nan_model, first, tmp):
         "--speculative-max-batch": (model, spec, w(spec, speculative_max_batch=1), "differs"),
         # stories260K's drafts cost about a decode step each: adaptive K verifies few of them
         "--speculative-fixed-k": (model, w(long, speculative="ngram"), spec, "differs"),
+        # --speculative draft needs a draft model; stories260K drafts for itself
+        "--draft-model": (model, w(long, speculative="draft"), w(long, speculative="draft", draft_model=model),
+                          "enables"),
         "--trace": (model, greedy, w(greedy, trace=os.path.join(tmp, "t.json")),
                     ("writes", os.path.join(tmp, "t.json"))),
         # sampling flags

@@ -10,6 +10,8 @@ void Config::validate() const {
   if (!p.empty()) NV_THROW(p);
   if (ngram_min > ngram_max)
     NV_THROW("ngram_min (", ngram_min, ") must be <= ngram_max (", ngram_max, ")");
+  NV_CHECK(!trace_requests || !trace_path.empty(),
+           "trace_requests needs trace_path (--trace-requests records into the --trace FILE)");
 }
 
 }  // namespace nanovllm

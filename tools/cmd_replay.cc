@@ -107,7 +107,7 @@ int run_replay(int argc, char** argv) {
     cfg.trace_requests = true;  // the replay can itself be replayed and compared
     cfg.validate();
     auto llm = std::make_unique<LLM>(cfg);
-    st = replay::replay_in_process(*llm, plan, hopt.replay);
+    st = replay::replay_in_process(*llm, plan, hopt.replay, replay::plan_markers(recorded));
     llm.reset();  // closes the trace
   }
   const trace::RequestLog replayed = trace::load_request_log(out, /*need_records=*/false);

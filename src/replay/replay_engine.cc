@@ -30,7 +30,7 @@ struct Due {
 }  // namespace
 
 ReplayStats replay_in_process(LLM& llm, const std::vector<ReplayRequest>& plan,
-                              const ReplayOptions& opt) {
+                              const ReplayOptions& opt, const std::vector<ReplayMarker>& markers) {
   ReplayStats st;
   const Due due{opt, Clock::now()};
   const int64_t steps0 = llm.stats().steps;
@@ -43,10 +43,15 @@ ReplayStats replay_in_process(LLM& llm, const std::vector<ReplayRequest>& plan,
     return opt.timing == Timing::kSteps ? plan[a].abort_step < plan[b].abort_step
                                         : plan[a].abort_offset_us < plan[b].abort_offset_us;
   });
-  size_t next = 0, next_abort = 0, finished = 0;
+  size_t next = 0, next_abort = 0, finished = 0, next_marker = 0;
   ProgressBar bar("replay", int64_t(plan.size()), opt.progress);
   for (;;) {
     const int64_t steps = llm.stats().steps - steps0;
+    // Markers before the arrivals: bench writes "warmup_end" before its timed requests come.
+    while (next_marker < markers.size() &&
+           (opt.timing == Timing::kSteps ? markers[next_marker].step <= steps
+                                         : markers[next_marker].offset_us <= due.elapsed_us()))
+      llm.trace_marker(markers[next_marker++].name);
     // As the server's engine loop does between steps: new requests first, then aborts.
     while (next < plan.size() && due.arrival(plan[next], steps)) {
       const ReplayRequest& q = plan[next];

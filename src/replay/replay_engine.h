@@ -28,9 +28,9 @@ struct ReplayStats {
   double seconds = 0;
 };
 
-// Single-threaded: between steps, releases the requests (and aborts) that are due, then steps
-// while there is work, sleeping until the next arrival when idle (kWall).
+// Single-threaded: between steps, writes the markers, releases the requests (and aborts) that
+// are due, then steps while there is work, sleeping until the next arrival when idle (kWall).
 ReplayStats replay_in_process(LLM& llm, const std::vector<ReplayRequest>& plan,
-                              const ReplayOptions& opt);
+                              const ReplayOptions& opt, const std::vector<ReplayMarker>& markers = {});
 
 }  // namespace nanovllm::replay

@@ -35,6 +35,13 @@ std::vector<ReplayRequest> plan_replay(const trace::RequestLog& log) {
   return plan;
 }
 
+std::vector<ReplayMarker> plan_markers(const trace::RequestLog& log) {
+  const double t0 = log.requests.empty() ? 0 : log.requests.front().ts;
+  std::vector<ReplayMarker> out;
+  for (const trace::RecordedMarker& m : log.markers) out.push_back({m.name, std::max(0.0, m.ts - t0), m.step});
+  return out;
+}
+
 HttpRequest http_request(const ReplayRequest& q) {
   if (!q.origin.route.empty()) {
     HttpRequest r{q.origin.route, q.origin.body};

@@ -15,6 +15,13 @@ namespace nanovllm::replay {
 
 enum class Timing { kSteps, kWall };
 
+// A trace marker written again before the same step (or at the same offset).
+struct ReplayMarker {
+  std::string name;
+  double offset_us = 0;
+  int64_t step = 0;
+};
+
 struct ReplayRequest {
   uint64_t recorded_id = 0;
   std::vector<int> prompt_token_ids;
@@ -31,6 +38,7 @@ struct ReplayRequest {
 
 // In arrival order. Throws nanovllm::Error naming the record whose parameters do not read.
 std::vector<ReplayRequest> plan_replay(const trace::RequestLog& log);
+std::vector<ReplayMarker> plan_markers(const trace::RequestLog& log);
 
 // The route and body `replay --url` sends: the recorded ones, with "return_token_ids": true
 // added to a /v1/completions body (so its outputs compare token by token); a request recorded

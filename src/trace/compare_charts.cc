@@ -10,7 +10,6 @@ namespace nanovllm::trace {
 namespace {
 
 constexpr double kTop = 40, kBand = 150, kAxis = 28;
-constexpr int kThroughputBuckets = 80;  // coarser than pixels: a rate needs tokens to count
 
 double duration(const TraceData& d) { return std::max(d.t_end - d.t_begin, 0.0); }
 
@@ -38,21 +37,17 @@ ColumnMax held(const TraceData& d, const std::vector<Sample>& samples, const Tim
   return cols;
 }
 
-ColumnMax token_rate(const TraceData& d, const TimeScale& sc, int columns) {
+// Output tokens generated so far: a step per sampled token, held to the run's end. Its slope
+// is the throughput, without the noise of counting tokens per interval on a short run.
+ColumnMax tokens_so_far(const TraceData& d, const TimeScale& sc, int columns) {
   ColumnMax cols(sc, columns);
-  std::vector<int64_t> n(kThroughputBuckets, 0);
-  const double span = sc.t1 - sc.t0, bucket_us = span / kThroughputBuckets;
-  bool any = false;
-  for (const RequestRecord& r : d.requests)
-    for (double t : r.token_times) {
-      const int i = int((t - d.t_begin) / span * kThroughputBuckets);
-      n[size_t(std::clamp(i, 0, kThroughputBuckets - 1))]++;
-      any = true;
-    }
-  if (!any) return cols;
-  const int last = int(std::ceil(duration(d) / span * kThroughputBuckets));  // the run's end
-  for (int i = 0; i < std::min(last, kThroughputBuckets); ++i)
-    cols.add(i * bucket_us, (i + 1) * bucket_us, double(n[size_t(i)]) / (bucket_us * 1e-6));
+  std::vector<double> t;
+  for (const RequestRecord& r : d.requests) t.insert(t.end(), r.token_times.begin(), r.token_times.end());
+  std::sort(t.begin(), t.end());
+  for (size_t i = 0; i < t.size(); ++i) {
+    const double b = t[i] - d.t_begin, e = (i + 1 < t.size() ? t[i + 1] : d.t_end) - d.t_begin;
+    cols.add(b, std::max(b, e), double(i + 1));
+  }
   return cols;
 }
 
@@ -66,8 +61,8 @@ std::string throughput_chart(const TraceData& a, const TraceData& b, const Chart
   const TimeScale sc = relative_scale(a, b, L);
   const int height = int(kTop + kBand + kAxis);
   SvgBuilder svg(L.width, height, "throughput");
-  svg.legend(L.left, 16, run_legend("output tokens/s", "output tokens/s"));
-  const ColumnMax ra = token_rate(a, sc, L.columns()), rb = token_rate(b, sc, L.columns());
+  svg.legend(L.left, 16, run_legend("output tokens", "output tokens"));
+  const ColumnMax ra = tokens_so_far(a, sc, L.columns()), rb = tokens_so_far(b, sc, L.columns());
   const double vmax = std::max({ra.max(), rb.max(), 1.0}) * 1.05;
   svg.step_line(ra, kTop, kBand, vmax, "ca");
   svg.step_line(rb, kTop, kBand, vmax, "cb");
@@ -75,7 +70,7 @@ std::string throughput_chart(const TraceData& a, const TraceData& b, const Chart
     svg.text(L.width - L.right, 16, "no step events (client-side traces)", "note", "end");
   else
     svg.text(L.width - L.right, 16, "time since each run's start", "note", "end");
-  svg.band_frame(sc, kTop, kBand, vmax, "output tokens / s");
+  svg.band_frame(sc, kTop, kBand, vmax, "output tokens so far (the slope is the throughput)");
   svg.time_axis(sc, height - kAxis + 2, kTop);
   return svg.finish();
 }

@@ -12,7 +12,7 @@
 
 namespace nanovllm::trace {
 
-// Output tokens per second over time (tokens sampled in each column / the column's duration).
+// Output tokens generated so far over time (its slope is the throughput).
 std::string throughput_chart(const TraceData& a, const TraceData& b, const ChartLayout& L);
 // Waiting and running sequences over time.
 std::string queues_chart(const TraceData& a, const TraceData& b, const ChartLayout& L);

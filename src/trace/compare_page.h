@@ -1,6 +1,6 @@
 // The self-contained HTML page of `trace-view --compare A.json B.json`: both runs' engine
 // configurations (differences marked), a side-by-side summary with B's change against A,
-// overlaid charts (output tokens/s, queues, KV blocks and preemptions over time since each run's
+// overlaid charts (output tokens so far, queues, KV blocks and preemptions over time since each run's
 // start; TTFT / inter-token / end-to-end latency CDFs) and the table of requests whose outputs
 // differ. The trace page's CSS and tooltip script; nothing is fetched.
 #pragma once

@@ -99,6 +99,8 @@ RequestLog request_log_from_events(const json& events, bool truncated) {
     const std::string ph = ev.value("ph", ""), name = ev.value("name", "");
     if (ph == "X" && ev.value("cat", "") == "step") log.steps++;
     if (ph == "i" && name == "engine_config" && ev.contains("args")) log.config = ev["args"];
+    if (ph == "i" && ev.value("cat", "") == "marker")  // (events are written in time order)
+      log.markers.push_back({name, ev.value("ts", 0.0), log.steps});
     if (ph != "i" || ev.value("cat", "") != "replay") continue;
     if (name == "request_record") log.requests.push_back(read_record(ev, log.requests.size()));
     if (name == "request_output") log.outputs.push_back(read_output(ev, log.outputs.size()));

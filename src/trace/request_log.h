@@ -39,11 +39,20 @@ struct RecordedOutput {
   std::string error;
 };
 
+// A named instant (cat "marker", e.g. bench's "warmup_end"), which a replay writes again at the
+// same point so that trace-view leaves the same warm-up out of both runs.
+struct RecordedMarker {
+  std::string name;
+  double ts = 0;
+  int64_t step = 0;  // step events before it in the file (it was written between steps)
+};
+
 struct RequestLog {
   std::vector<RecordedRequest> requests;  // by arrival (request id order)
   std::vector<RecordedOutput> outputs;    // by request id, then index
   int64_t steps = 0;                      // step events in the trace
   nlohmann::json config;                  // the engine_config event's args (null if absent)
+  std::vector<RecordedMarker> markers;    // in file order
   bool truncated = false;                 // the file was cut short (a killed process)
   // Outputs of request `id` (empty when it never finished in the recorded run).
   std::vector<const RecordedOutput*> outputs_of(uint64_t id) const;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "command.h"
+#include "engine/config_json.h"
 #include "engine_flags.h"
 #include "nanovllm/llm.h"
 #include "replay/replay_engine.h"
@@ -92,6 +93,12 @@ int run_replay(int argc, char** argv) {
   int64_t http_errors = 0, transport_errors = 0;
   if (remote) {
     const replay::TargetUrl target = replay::parse_target_url(url);
+    Config untouched;  // what the flags would be had none been given (the environment's included)
+    untouched.trace_path = cfg.trace_path;
+    untouched.worker_command = cfg.worker_command;
+    NV_CHECK(config_to_json(untouched) == config_to_json(cfg),
+             "--model and the engine flags configure the in-process replay; the server at --url runs "
+             "with its own (start it with the flags to compare)");
     hopt.trace_path = out;
     const replay::HttpReplayStats hs = replay::replay_over_http(target, plan, hopt);
     st = hs.replay;

@@ -165,6 +165,7 @@ def case_bad_input(tmp, model, A):
                          ([A, "--url", "http://127.0.0.1:1", "--trace", os.path.join(tmp, "x.json")],
                           "no request reached http://127.0.0.1:1"),
                          ([A, "--url", "http://127.0.0.1:1", "--timing", "steps"], "--timing steps"),
+                         ([A, "--url", "http://127.0.0.1:1", "--max-num-seqs", "2"], "runs with its own"),
                          ([A, "--model", model, "--trace", A], "would overwrite")):
         r = run(["replay"] + args + ["--no-progress"], timeout=120)
         check(r.returncode != 0 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1,

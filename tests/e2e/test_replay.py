@@ -3,8 +3,8 @@
 - record: a server on a random tiny model gets greedy, seeded, unseeded, n = 2, streamed and chat
   requests, several at once; SIGTERM closes the trace.
 - in-process replay, step timing: every output equal to the recording and the same step count;
-  the replay's own trace replays again to the same; under --max-num-seqs 1 the outputs stay
-  equal (docs/determinism.md) while the schedule changes.
+  the replay's own trace replays again to the same; under --max-num-seqs 1, and with wall-clock
+  arrivals, the outputs stay equal (docs/determinism.md) while the schedule changes.
 - --url replay against a fresh server started with --trace-requests: no errors, no output
   differs (client-side texts / token ids), and the server's own trace matches the recording
   token for token; the compare page and its --json.
@@ -109,7 +109,12 @@ def case_in_process(tmp, model, A):
     j3 = replay([A, "--model", model, "--threads", "1", "--max-num-seqs", "1", "--trace", os.path.join(tmp, "C.json")])
     check(j3["outputs"]["different"] == 0 and j3["outputs"]["equal"] == o["equal"], f"--max-num-seqs 1: {j3['outputs']}")
     check(j3["steps"] != j["steps"], f"--max-num-seqs 1 kept the step count {j3['steps']}")
-    print(f"  {o['equal']} outputs equal, {j['steps']} steps as recorded; --max-num-seqs 1: {j3['steps']} steps")
+    # Wall-clock arrivals (4x faster): other batches, the same tokens.
+    j4 = replay([A, "--model", model, "--threads", "1", "--timing", "wall", "--speed", "4",
+                 "--trace", os.path.join(tmp, "W.json")])
+    check(j4["timing"] == "wall" and j4["outputs"]["equal"] == o["equal"], f"--timing wall: {j4['outputs']}")
+    print(f"  {o['equal']} outputs equal, {j['steps']} steps as recorded; --max-num-seqs 1: {j3['steps']} steps; "
+          f"wall timing: {j4['steps']} steps")
 
 
 def case_url(tmp, model, A):

@@ -64,6 +64,10 @@ struct Config {
   int max_waiting = 0;                   // server: bound on waiting requests; 0: unbounded
   bool allow_nonfinite_weights = false;  // load checkpoints holding NaN/Inf (else an error)
   std::string trace_path;                // Chrome trace JSON of steps and requests; "": off
+  // With trace_path: also record each request's prompt token ids, resolved sampling parameters,
+  // route and body (HTTP), and its output tokens, for `nanovllm replay` and `trace-view
+  // --compare`. Off by default: prompts and outputs are user data.
+  bool trace_requests = false;
   // Speculative decoding (src/spec): none | ngram (prompt lookup: drafts copied from the
   // sequence's own earlier text after a matching n-gram, verified by the target in one step) |
   // draft (a smaller model with the same tokenizer drafts greedily: draft_model).
@@ -167,6 +171,9 @@ constexpr auto fields_of(const Config*) {
       field("trace_path", &C::trace_path, "--trace",
             "write a Chrome trace (Perfetto, chrome://tracing, `nanovllm trace-view`) of every "
             "step and request to FILE"),
+      field("trace_requests", &C::trace_requests, "--trace-requests",
+            "with --trace: also record each request's prompt token ids, sampling parameters, "
+            "HTTP route and body, and output tokens (user data), for `nanovllm replay`"),
       choice_field("speculative", &C::speculative, "--speculative",
                    "speculative decoding: none | ngram (prompt lookup: drafts from the "
                    "sequence's own earlier tokens, verified exactly by the model) | draft (a "

@@ -10,6 +10,7 @@
 
 #include "nanovllm/config.h"
 #include "nanovllm/prompt.h"
+#include "nanovllm/request_origin.h"
 #include "nanovllm/request_output.h"
 #include "nanovllm/sampling_params.h"
 #include "nanovllm/stats.h"
@@ -31,9 +32,11 @@ class LLM {
   // step() returns the request's final outputs. Invalid sampling params throw nanovllm::Error.
   // A prompt that can never run (too long, empty, larger than the KV cache) is accepted and
   // ends at once with finish_reason "error" and a clear message (its final events are sent
-  // before add_request returns).
+  // before add_request returns). `origin` (the HTTP route and body) is what --trace-requests
+  // records besides the prompt ids and parameters; null: the in-process API.
   uint64_t add_request(const Prompt& prompt, const SamplingParams& params,
-                       std::shared_ptr<OutputSink> sink = nullptr, bool stream = false);
+                       std::shared_ptr<OutputSink> sink = nullptr, bool stream = false,
+                       const RequestOrigin* origin = nullptr);
   // One scheduling + forward + sampling step. Returns the final outputs (one per completion) of
   // the requests added without a sink that finished since the last call.
   std::vector<RequestOutput> step();

@@ -14,6 +14,8 @@ void Config::validate() const {
     NV_THROW("speculative 'draft' needs draft_model (--draft-model DIR)");
   if (speculative != "draft" && !draft_model.empty())
     NV_THROW("draft_model is set but speculative is '", speculative, "' (use --speculative draft)");
+  NV_CHECK(!trace_requests || !trace_path.empty(),
+           "trace_requests needs trace_path (--trace-requests records into the --trace FILE)");
 }
 
 }  // namespace nanovllm

@@ -75,6 +75,7 @@ std::unique_ptr<DraftModelProposer> make_draft_proposer(const ResolvedConfig& ta
   s.tensor_parallel_size = 1;  // the draft runs whole on rank 0
   s.dist_init_addr.clear();
   s.trace_path.clear();
+  s.trace_requests = false;
   s.num_kvcache_blocks = num_blocks;
   s.max_model_len = plan.max_len;
   d.kv_extra_block_bytes = 0;

@@ -29,7 +29,7 @@ struct OverheadScope {
 };
 
 EngineTracer::EngineTracer(const std::string& path, const Config& config)
-    : writer_(path), origin_(std::chrono::steady_clock::now()) {
+    : writer_(path), origin_(std::chrono::steady_clock::now()), record_requests_(config.trace_requests) {
   auto& m = writer_.begin_event('M', "process_name", "__metadata", kStepTid, 0);
   m.key("args").begin_object().field("name", "nanovllm engine").end_object();
   writer_.end_event();
@@ -52,8 +52,17 @@ EngineTracer::EngineTracer(const std::string& path, const Config& config)
       .field("max_num_batched_tokens", config.max_num_batched_tokens)
       .field("max_model_len", config.max_model_len)
       .field("enable_prefix_caching", config.enable_prefix_caching)
+      .field("trace_requests", config.trace_requests)
       .end_object();
   writer_.end_event();
+  if (record_requests_) {
+    writer_.begin_event('M', "thread_name", "__metadata", kRecordTid, 0)
+        .key("args")
+        .begin_object()
+        .field("name", "request records")
+        .end_object();
+    writer_.end_event();
+  }
 }
 
 // Without close() the writer still terminates the array (spans may then stay open).

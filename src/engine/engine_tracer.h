@@ -22,6 +22,9 @@
 
 #include "engine/scheduler.h"
 #include "nanovllm/config.h"
+#include "nanovllm/request_origin.h"
+#include "nanovllm/request_output.h"
+#include "nanovllm/sampling_params.h"
 #include "nanovllm/stats.h"
 #include "trace/trace_writer.h"
 
@@ -53,6 +56,16 @@ class EngineTracer {
   // outside (abort, rejection at add_request) at once.
   void finished(uint64_t request_id, std::string_view reason);
 
+  // --- request records (Config::trace_requests; engine_tracer_requests.cc) ---
+  bool records_requests() const { return record_requests_; }
+  // After arrived(): what `nanovllm replay` needs to send the request again (prompt ids, the
+  // parameters with the seed the engine drew, the HTTP route and body), and the engine step
+  // it arrived before (steps completed so far).
+  void record_request(uint64_t request_id, const std::vector<int>& prompt_ids,
+                      const SamplingParams& resolved, bool seed_given, const RequestOrigin* origin);
+  // A completion's final output (tokens, text, finish reason), for `trace-view --compare`.
+  void record_output(const RequestOutput& out);
+
   // A named instant in the trace (cat "marker"): e.g. "warmup_end", written by `bench` after its
   // warm-up request, before which trace-view leaves steps and requests out of its summary.
   void marker(std::string_view name);
@@ -64,6 +77,7 @@ class EngineTracer {
   const std::string& path() const { return writer_.path(); }
 
  private:
+  static constexpr int kRecordTid = 3;  // request_record / request_output events
   enum class Phase : uint8_t { kQueued, kPrefill, kDecode, kPreempted };
   struct Request {
     double arrival = 0, phase_begin = 0, first_token = -1, last_token = -1;
@@ -93,6 +107,7 @@ class EngineTracer {
   std::vector<uint64_t> step_admitted_, step_preempted_, step_finished_;
   bool in_step_ = false;
   bool closed_ = false;
+  bool record_requests_ = false;
   int64_t steps_ = 0, preemptions_ = 0, prefix_hit_tokens_ = 0, prefix_query_tokens_ = 0;
   double overhead_us_ = 0;   // time spent inside the hooks (the tracer's own cost)
   double step_time_us_ = 0;  // sum of traced step durations

@@ -8,8 +8,8 @@ namespace nanovllm {
 LLM::LLM(const Config& config) : engine_(std::make_unique<LLMEngine>(config)) {}
 LLM::~LLM() = default;
 uint64_t LLM::add_request(const Prompt& p, const SamplingParams& sp, std::shared_ptr<OutputSink> sink,
-                          bool stream) {
-  return engine_->add_request(p, sp, std::move(sink), stream);
+                          bool stream, const RequestOrigin* origin) {
+  return engine_->add_request(p, sp, std::move(sink), stream, origin);
 }
 void LLM::prepare_constraint(const StructuredOutputsParams& so) const { engine_->prepare_constraint(so); }
 std::vector<RequestOutput> LLM::step() { return engine_->step(); }

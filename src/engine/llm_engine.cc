@@ -142,7 +142,8 @@ void LLMEngine::prepare_constraint(const StructuredOutputsParams& so) const {
 }
 
 uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& params,
-                                std::shared_ptr<OutputSink> sink, bool stream) {
+                                std::shared_ptr<OutputSink> sink, bool stream,
+                                const RequestOrigin* origin) {
   params.validate();
   uint64_t seed = 0;
   if (params.seed) {
@@ -185,7 +186,14 @@ uint64_t LLMEngine::add_request(const Prompt& prompt, const SamplingParams& para
   r.num_unfinished = params.n;
   if (params.prompt_logprobs >= 0 && !ids.empty()) r.prompt_logprobs.resize(ids.size() - 1);
   requests_.emplace(id, std::move(owned));
-  if (tracer_) tracer_->arrived(id, r.completions[0]->seq.num_prompt_tokens);
+  if (tracer_) {
+    tracer_->arrived(id, r.completions[0]->seq.num_prompt_tokens);
+    if (tracer_->records_requests()) {  // the resolved seed: a replay samples the same tokens
+      SamplingParams resolved = params;
+      resolved.seed = seed;
+      tracer_->record_request(id, ids, resolved, params.seed.has_value(), origin);
+    }
+  }
   try {
     scheduler_->add(&r.completions[0]->seq);
   } catch (const Error& e) {
@@ -235,7 +243,10 @@ void LLMEngine::finish(Completion& c, FinishReason reason) {
   if (spec_) spec_->release(c.seq.seq_id);  // a draft model's KV for it
   c.output.finish();
   stats_->finished(reason);
-  if (tracer_) tracer_->finished(c.seq.seq_id, finish_reason_name(reason));
+  if (tracer_) {
+    tracer_->finished(c.seq.seq_id, finish_reason_name(reason));
+    if (tracer_->records_requests()) tracer_->record_output(c.final_output());
+  }
   Request& r = c.request;
   --r.num_unfinished;
   emit(c, true);

@@ -35,8 +35,9 @@ class LLMEngine {
   ~LLMEngine();
 
   // Enqueues a request; its events go to `sink` (null: step() returns its final outputs).
+  // `origin`: what Config::trace_requests records besides the prompt and parameters.
   uint64_t add_request(const Prompt& prompt, const SamplingParams& params, std::shared_ptr<OutputSink> sink,
-                       bool stream);
+                       bool stream, const RequestOrigin* origin = nullptr);
   // One step; returns the final outputs of requests added without a sink that finished since
   // the last call.
   std::vector<RequestOutput> step();

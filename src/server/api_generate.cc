@@ -204,6 +204,7 @@ void handle_messages(ServerContext& ctx, const std::string& body, httplib::Respo
   try {
     check_serving(ctx);
     MessagesRequest m = parse_messages_request(body, ctx.max_json_depth);
+    if (ctx.trace_requests) m.g.origin = {"/v1/messages", body};
     const std::string id = "msg_" + random_hex(24);
     generate_with_writer(
         ctx, m.g, arrival, std::move(in_flight), id,
@@ -298,6 +299,7 @@ void handle_responses(ServerContext& ctx, const std::string& body, httplib::Resp
   try {
     check_serving(ctx);
     ResponsesRequest r = parse_responses_request(body, ctx.max_json_depth, *ctx.responses);
+    if (ctx.trace_requests) r.g.origin = {"/v1/responses", body};
     const std::string id = "resp_" + random_hex(24);
     auto writer = std::make_shared<ResponsesWriter>(response_base(ctx, id, r));
     if (r.store) store_on_finish(ctx.responses, *writer, id, r.conversation);

@@ -150,7 +150,8 @@ void EngineLoop::admit(const std::shared_ptr<Channel>& ch) {
     Prompt p(std::move(ch->req_.prompt_ids));
     p.add_special_tokens = false;
     ch->in_engine_ = true;
-    ch->request_id_ = llm_.add_request(p, ch->req_.params, ch, /*stream=*/true);
+    const RequestOrigin* origin = ch->req_.origin.route.empty() ? nullptr : &ch->req_.origin;
+    ch->request_id_ = llm_.add_request(p, ch->req_.params, ch, /*stream=*/true, origin);
     if (!ch->engine_finished_) live_.push_back(ch);  // (a rejection already ended it)
   } catch (const Error& e) {  // e.g. a token id outside the vocabulary
     ch->in_engine_ = false;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nanovllm/llm.h"
+#include "nanovllm/request_origin.h"
 #include "nanovllm/sampling_params.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
@@ -30,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 struct EngineRequest {
   std::vector<int> prompt_ids;
   SamplingParams params;
+  RequestOrigin origin;  // route + body, kept only when the engine records requests (--trace-requests)
 };
 
 // One request's output: the engine thread pushes (it is the request's OutputSink), the handler

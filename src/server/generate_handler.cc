@@ -391,6 +391,7 @@ Submitted prepare_and_submit(ServerContext& ctx, const GenerationRequest& g, Clo
     prepare_constraint(ctx, g);
   }
   s.prompt_ids = prepared.prompt_ids;
+  prepared.origin = g.origin;
   s.ch = ctx.loop->submit(std::move(prepared), arrival);
   return s;
 }
@@ -403,6 +404,7 @@ void handle_generate(ServerContext& ctx, const std::string& body, httplib::Respo
     check_serving(ctx);
     GenerationRequest g = chat ? parse_chat_request(body, ctx.max_json_depth)
                                : parse_completion_request(body, ctx.max_json_depth);
+    if (ctx.trace_requests) g.origin = {chat ? "/v1/chat/completions" : "/v1/completions", body};
     ResponsePlan plan;
     plan.meta.id = new_response_id(chat);
     plan.meta.model = ctx.model_name;

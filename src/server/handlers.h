@@ -37,6 +37,9 @@ struct ServerContext {
   std::string model_path;                // --model (also accepted as a model name)
   int max_model_len = 0;
   bool webui = true;                     // GET / serves the web page (--no-webui: 404)
+  // The engine records requests (--trace-requests): generation handlers keep each request's
+  // route and body (GenerationRequest::origin) for the trace.
+  bool trace_requests = false;
   nlohmann::json engine_config = nlohmann::json::object();  // the stats stream's "config"
   size_t max_body_bytes = 8u << 20;
   size_t max_json_depth = 128;

@@ -90,6 +90,7 @@ int run_server(LLM& llm, const ServerOptions& opt) {
     ctx.tool_format = chat::tool_call_format_for_template(tmpl);
   }
   ctx.model_path = llm.config().model;
+  ctx.trace_requests = llm.config().trace_requests;
   ctx.model_name = opt.served_model_name.empty() ? ctx.model_path : opt.served_model_name;
   ctx.max_model_len = llm.config().max_model_len;
   ctx.webui = opt.webui;

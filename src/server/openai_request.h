@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "nanovllm/request_origin.h"
 #include "nanovllm/sampling_params.h"
 
 namespace nanovllm::server {
@@ -37,6 +38,9 @@ struct GenerationRequest {
   bool return_token_ids = false;  // completions: choices carry token_ids (+ prompt_token_ids), vLLM's field
   bool parse_tool_calls = false;  // chat with tools (tool_choice not "none"): output -> tool_calls
   std::string constraint_param;   // the field params.structured_outputs came from (errors name it)
+  // The route and body as received, set by the handler only when the engine records requests
+  // (--trace-requests): the trace keeps them for `nanovllm replay --url`.
+  RequestOrigin origin;
 };
 
 // Default nesting limit of request bodies (`serve --max-json-depth`).

@@ -99,12 +99,23 @@ void read_request_event(const json& ev, char ph, double ts,
 
 }  // namespace
 
-TraceData parse_trace(std::string_view text, bool include_warmup) {
-  TraceData d;
-  json events = parse_repairing(text, d.truncated);
-  if (events.is_object() && events.contains("traceEvents")) events = events["traceEvents"];
+json parse_trace_events(std::string_view text, bool& truncated) {
+  json events = parse_repairing(text, truncated);
+  if (events.is_object() && events.contains("traceEvents")) events = std::move(events["traceEvents"]);
   NV_CHECK(events.is_array(), "not a trace event array (the top level is ", events.type_name(),
            ")");
+  return events;
+}
+
+TraceData parse_trace(std::string_view text, bool include_warmup) {
+  bool truncated = false;
+  const json events = parse_trace_events(text, truncated);
+  return trace_from_events(events, truncated, include_warmup);
+}
+
+TraceData trace_from_events(const json& events, bool truncated, bool include_warmup) {
+  TraceData d;
+  d.truncated = truncated;
   std::map<uint64_t, RequestRecord> reqs;
   bool nanovllm_events = false;
   struct PrefixSample {
@@ -198,13 +209,18 @@ TraceData parse_trace(std::string_view text, bool include_warmup) {
   return d;
 }
 
-TraceData load_trace(const std::string& path, bool include_warmup) {
+std::string read_trace_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   NV_CHECK(f.good(), "cannot open trace file '", path, "'");
   std::ostringstream os;
   os << f.rdbuf();
+  return os.str();
+}
+
+TraceData load_trace(const std::string& path, bool include_warmup) {
+  const std::string text = read_trace_file(path);
   try {
-    return parse_trace(os.str(), include_warmup);
+    return parse_trace(text, include_warmup);
   } catch (const Error& e) {
     NV_THROW("trace file '", path, "': ", e.what());
   }

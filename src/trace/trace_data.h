@@ -67,4 +67,12 @@ struct TraceData {
 TraceData parse_trace(std::string_view text, bool include_warmup = false);
 TraceData load_trace(const std::string& path, bool include_warmup = false);
 
+// The pieces of parse_trace, for readers that take more from the same events (request_log.h):
+// the events as a JSON array (`truncated`: the array was unterminated and its incomplete last
+// line dropped), and the series read from them.
+nlohmann::json parse_trace_events(std::string_view text, bool& truncated);
+TraceData trace_from_events(const nlohmann::json& events, bool truncated,
+                            bool include_warmup = false);
+std::string read_trace_file(const std::string& path);  // clear error when it cannot be opened
+
 }  // namespace nanovllm::trace

@@ -135,6 +135,9 @@ std::string meta_line(const TraceData& d, const PageOptions& opt) {
 
 }  // namespace
 
+std::string_view page_css() { return kCss; }
+std::string_view page_script() { return kScript; }
+
 std::string render_page(const TraceData& d, const TraceSummary& s, const PageOptions& opt) {
   ChartLayout L;
   std::string gantt_note;

@@ -8,6 +8,7 @@
 // with a note saying so).
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "trace/trace_data.h"
 #include "trace/trace_summary.h"
@@ -21,5 +22,9 @@ struct PageOptions {
 };
 
 std::string render_page(const TraceData& data, const TraceSummary& summary, const PageOptions& opt);
+
+// The page's stylesheet and script (tooltips, <body data-layout>), shared with the compare page.
+std::string_view page_css();
+std::string_view page_script();
 
 }  // namespace nanovllm::trace

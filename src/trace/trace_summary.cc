@@ -39,6 +39,27 @@ Distribution Distribution::of(const std::vector<double>& v) {
   return d;
 }
 
+LatencySamples latency_samples(const TraceData& d) {
+  LatencySamples l;
+  for (const RequestRecord& r : d.requests) {
+    if (r.arrival < 0) continue;
+    if (!r.token_times.empty()) {
+      l.ttft.push_back((r.token_times.front() - r.arrival) * 1e-3);
+    } else if (d.steps.empty() && r.end_args.is_object()) {  // a client-side trace
+      auto t = r.end_args.find("ttft_ms");
+      if (t != r.end_args.end() && t->is_number()) l.ttft.push_back(t->get<double>());
+    }
+    for (size_t i = 1; i < r.token_times.size(); ++i)
+      l.itl.push_back((r.token_times[i] - r.token_times[i - 1]) * 1e-3);
+    if (r.end >= 0 && r.finish_reason != "unfinished") l.e2e.push_back((r.end - r.arrival) * 1e-3);
+    double waited = 0;
+    for (const PhaseSpan& p : r.spans)
+      if ((p.name == "queued" || p.name == "preempted") && p.end >= 0) waited += p.end - p.begin;
+    if (!d.steps.empty() || !r.spans.empty()) l.queue.push_back(waited * 1e-3);  // not client-side
+  }
+  return l;
+}
+
 TraceSummary summarize(const TraceData& d) {
   TraceSummary s;
   s.warmup_steps = d.warmup_steps;
@@ -66,7 +87,6 @@ TraceSummary summarize(const TraceData& d) {
     s.mean_batch_size = double(seq_sum) / double(s.steps);
   }
 
-  std::vector<double> ttft, itl, e2e, queue;
   for (const RequestRecord& r : d.requests) {
     s.requests++;
     s.prompt_tokens += r.prompt_tokens;
@@ -75,20 +95,12 @@ TraceSummary summarize(const TraceData& d) {
       s.unfinished_requests++;
     else
       s.finish_reasons[r.finish_reason]++;
-    if (r.arrival < 0) continue;
-    if (!r.token_times.empty()) ttft.push_back((r.token_times.front() - r.arrival) * 1e-3);
-    for (size_t i = 1; i < r.token_times.size(); ++i)
-      itl.push_back((r.token_times[i] - r.token_times[i - 1]) * 1e-3);
-    if (r.end >= 0 && r.finish_reason != "unfinished") e2e.push_back((r.end - r.arrival) * 1e-3);
-    double waited = 0;
-    for (const PhaseSpan& p : r.spans)
-      if ((p.name == "queued" || p.name == "preempted") && p.end >= 0) waited += p.end - p.begin;
-    queue.push_back(waited * 1e-3);
   }
-  s.ttft_ms = Distribution::of(ttft);
-  s.itl_ms = Distribution::of(itl);
-  s.e2e_ms = Distribution::of(e2e);
-  s.queue_ms = Distribution::of(queue);
+  const LatencySamples lat = latency_samples(d);
+  s.ttft_ms = Distribution::of(lat.ttft);
+  s.itl_ms = Distribution::of(lat.itl);
+  s.e2e_ms = Distribution::of(lat.e2e);
+  s.queue_ms = Distribution::of(lat.queue);
   if (s.span_seconds > 0) {
     s.output_tokens_per_s = double(s.output_tokens) / s.span_seconds;
     s.total_tokens_per_s = double(s.prefill_tokens + s.decode_tokens) / s.span_seconds;

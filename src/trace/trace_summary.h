@@ -43,6 +43,14 @@ struct TraceSummary {
   int64_t warmup_steps = 0, warmup_requests = 0;  // left out (before the warmup_end marker)
 };
 
+// Per-request latency samples in milliseconds (the summary's distributions, the compare page's
+// CDFs). TTFT and ITL come from the step events' token times; a trace without steps (the client's
+// view that `replay --url` writes) gives TTFT from the request's own end args.
+struct LatencySamples {
+  std::vector<double> ttft, itl, e2e, queue;
+};
+LatencySamples latency_samples(const TraceData& d);
+
 TraceSummary summarize(const TraceData& d);
 nlohmann::json to_json(const TraceSummary& s);
 

@@ -134,7 +134,8 @@ def cases(model, eos_model, nan_model, first, tmp):
     (--device cuda: refused without CUDA, a different run with it), 'cuda' (checked only where
     CUDA runs, there 'differs'; a no-op on the CPU by its documentation), 'cuda-error' (the
     same, there 'error'), ('writes', path) (the run succeeds and
-    writes that file, which the run without the flag does not), 'enables' (the run without it is
+    writes that file, which the run without the flag does not), ('records', path without,
+    path with) (both traces written, request records only in the second), 'enables' (the run without it is
     refused, the run with it succeeds), 'error-differs' (both refused, with different messages:
     the error names the flag's value)."""
     greedy = {"--device": "cpu", "--temperature": 0, "--max-tokens": 8}
@@ -194,6 +195,10 @@ def cases(model, eos_model, nan_model, first, tmp):
                           "enables"),
         "--trace": (model, greedy, w(greedy, trace=os.path.join(tmp, "t.json")),
                     ("writes", os.path.join(tmp, "t.json"))),
+        # the same trace, plus one request_record per request (what `nanovllm replay` reads)
+        "--trace-requests": (model, w(greedy, trace=os.path.join(tmp, "r0.json")),
+                             w(greedy, trace=os.path.join(tmp, "r1.json"), trace_requests=True),
+                             ("records", os.path.join(tmp, "r0.json"), os.path.join(tmp, "r1.json"))),
         # sampling flags
         "--temperature": (model, w(sampled, temperature=0), sampled, "differs"),
         "--top-k": (model, sampled, w(sampled, top_k=1), "differs"),
@@ -234,6 +239,21 @@ def check_effects(flags, table, cuda_runs):
         model, base, changed, expect = table[flag]
         if expect in ("cuda", "cuda-error") and not cuda_runs:
             print(f"  {flag}: not checked (a CUDA-only flag; no CUDA device here)")
+            continue
+        if isinstance(expect, tuple) and expect[0] == "records":  # ("records", without, with)
+            _, berr = run(model, base)
+            _, cerr = run(model, changed)
+            if berr or cerr:
+                failures.append(f"{flag}: a run failed: {(berr or cerr)[-300:]}")
+                continue
+            counts = []
+            for path in expect[1:]:
+                with open(path) as f:
+                    counts.append(sum(1 for e in json.load(f) if e.get("name") == "request_record"))
+            if counts[0] != 0 or counts[1] != len(PROMPTS):
+                failures.append(f"{flag}: request_record events without / with it: {counts}")
+            else:
+                print(f"  {flag}: records {counts[1]} requests in the trace")
             continue
         if isinstance(expect, tuple):  # ("writes", path)
             path = expect[1]

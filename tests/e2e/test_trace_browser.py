@@ -2,7 +2,9 @@
 and draws its charts. A bench trace with preemption is rendered; Chromium dumps the DOM (the
 page's script writes the charts' page boxes into <body data-layout>, which proves it ran) and takes
 a screenshot; each chart's box in the PNG (decoded here with zlib) must hold the colours of what it
-draws. Skips (exit 77) with a reason when chromium is absent. TRACE_SCREENSHOT=PATH keeps the PNG.
+draws. The same for the comparison page (`trace-view --compare`) of that trace (recorded with
+--trace-requests) and its `nanovllm replay` under other flags. Skips (exit 77) with a reason when
+chromium is absent. TRACE_SCREENSHOT=PATH / TRACE_COMPARE_SCREENSHOT=PATH keep the PNGs.
 """
 import json
 import os
@@ -73,27 +75,14 @@ def region_stats(rows, box):
     return colours, non_bg / float(w * h)
 
 
-def main():
-    chromium = chromium_path()
-    if not chromium:
-        print("SKIP: chromium is not installed (Debian package `chromium`, see scripts/deps.sh)")
-        return SKIP
-    binary = nanovllm_bin()
-    build = os.environ.get("NANOVLLM_BUILD_DIR", "/tmp")
-    tmp = make_tmpdir("trace_browser_")
-    trace, page = os.path.join(tmp, "t.json"), os.path.join(tmp, "t.html")
-    r = subprocess.run([binary, "bench", "--random-model", "tiny", "--dtype", "f32", "--cache-dir",
-                        os.path.join(build, "test-models", "bench-cache"), "--num-seqs", "16", "--min-input-len", "20",
-                        "--max-input-len", "80", "--min-output-len", "8", "--max-output-len", "40", "--no-progress",
-                        "--threads", "1", "--num-kvcache-blocks", "20", "--block-size", "16", "--trace", trace],
-                       capture_output=True, text=True, timeout=600)
-    check(r.returncode == 0, f"bench failed: {r.stderr[-2000:]}")
-    r = subprocess.run([binary, "trace-view", trace, "-o", page], capture_output=True, text=True, timeout=120)
-    check(r.returncode == 0, f"trace-view failed: {r.stderr}")
+def browse_and_check(chromium, tmp, page, name, want, keep_env, min_fill, min_elements):
+    """Loads `page` in headless Chromium: no console output, the script ran (data-layout), the
+    charts `want` names are all there and each shows its colours in a screenshot; nothing is drawn
+    below the last chart. The PNG is copied to $keep_env when that is set."""
     url = "file://" + os.path.abspath(page)
 
-    def browse(extra, name):
-        profile = os.path.join(tmp, "profile-" + name)  # a fresh profile each run
+    def browse(extra, run):
+        profile = os.path.join(tmp, f"profile-{name}-{run}")  # a fresh profile each run
         return subprocess.run([chromium] + CHROMIUM_FLAGS + ["--user-data-dir=" + profile] + extra + [url],
                               capture_output=True, text=True, timeout=120)
 
@@ -105,36 +94,83 @@ def main():
     m = re.search(r'data-layout="([^"]*)"', dom.stdout)
     check(m, "the page's script did not run (no data-layout on <body>): " + dom.stdout[:300] + dom.stderr[-800:])
     layout = json.loads(m.group(1).replace("&quot;", '"'))
-    check(set(layout) == {"steps", "kv", "requests"}, f"charts {sorted(layout)}")
-    check(dom.stdout.count("<rect") > 100, "too few SVG rects in the DOM")
+    check(set(layout) == set(want), f"charts {sorted(layout)}")
+    elements = dom.stdout.count("<rect") + dom.stdout.count("<polyline")
+    check(elements > min_elements, f"{elements} SVG rects and polylines in the DOM, expected > {min_elements}")
     bottom = max(b[1] + b[3] for b in layout.values())
     check(max(b[0] + b[2] for b in layout.values()) <= width, f"charts wider than the window: {layout}")
 
-    png = os.path.join(tmp, "page.png")
+    png = os.path.join(tmp, f"{name}.png")
     shot = browse(["--screenshot=" + png, f"--window-size={width},{bottom + 40}"], "shot")
     check(shot.returncode == 0 and os.path.exists(png), f"screenshot failed: {shot.stderr[-1500:]}")
     console = [l for l in shot.stderr.splitlines() if "CONSOLE" in l]
     check(not console, f"console output (script errors?): {console}")
     w, h, rows = decode_png(open(png, "rb").read())
     check(w >= width and h >= bottom, f"screenshot {w}x{h} smaller than the page's charts")
-    # Colours each chart must show (the page's CSS classes): prefill, decode, KV used, queued, ...
-    want = {"steps": ["#e8803a", "#3b78d8", "#5a9e57", "#8a6bbf"],
-            "kv": ["#9cc0ef", "#2f9e6e", "#d8342c"],
-            "requests": ["#c9c9c9", "#e8803a", "#3b78d8"]}
-    for name, box in layout.items():
+    for chart, box in layout.items():
         colours, filled = region_stats(rows, box)
-        print(f"{name}: box {box}, {filled:.1%} non-background, {len(colours)} colours")
-        check(filled > 0.04, f"chart {name} is (nearly) blank: {filled:.1%} drawn")
-        for c in want[name]:
+        print(f"{name} {chart}: box {box}, {filled:.1%} non-background, {len(colours)} colours")
+        check(filled > min_fill, f"chart {chart} is (nearly) blank: {filled:.1%} drawn")
+        for c in want[chart]:
             n = colours.get(hex_rgb(c), 0)
-            check(n >= 20, f"chart {name}: colour {c} drawn on {n} pixels only")
+            check(n >= 20, f"chart {chart}: colour {c} drawn on {n} pixels only")
     # Outside the charts, below the last one, the page is blank (nothing overflows).
     _, below = region_stats(rows, (0, bottom + 8, w, min(20, h - bottom - 8)))
     check(below < 0.01, f"drawing below the charts ({below:.1%})")
-    keep = os.environ.get("TRACE_SCREENSHOT")
+    keep = os.environ.get(keep_env)
     if keep:
         shutil.copyfile(png, keep)
+
+
+def no_external_urls(page):
+    """The page loads nothing: no URL, no src/href attribute, no CSS url() or @import."""
+    html = open(page).read().replace('xmlns="http://www.w3.org/2000/svg"', "")  # a name, not fetched
+    for needle in ("http://", "https://", " src=", " href=", "url(", "@import"):
+        check(needle not in html, f"{os.path.basename(page)} holds {needle!r}")
+
+
+def main():
+    chromium = chromium_path()
+    if not chromium:
+        print("SKIP: chromium is not installed (Debian package `chromium`, see scripts/deps.sh)")
+        return SKIP
+    binary = nanovllm_bin()
+    build = os.environ.get("NANOVLLM_BUILD_DIR", "/tmp")
+    tmp = make_tmpdir("trace_browser_")
+    trace, page = os.path.join(tmp, "t.json"), os.path.join(tmp, "t.html")
+    # --trace-requests: the compare page below replays this recording under other flags.
+    r = subprocess.run([binary, "bench", "--random-model", "tiny", "--dtype", "f32", "--cache-dir",
+                        os.path.join(build, "test-models", "bench-cache"), "--num-seqs", "16", "--min-input-len", "20",
+                        "--max-input-len", "80", "--min-output-len", "8", "--max-output-len", "40", "--no-progress",
+                        "--threads", "1", "--num-kvcache-blocks", "20", "--block-size", "16", "--trace", trace,
+                        "--trace-requests"],
+                       capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"bench failed: {r.stderr[-2000:]}")
+    r = subprocess.run([binary, "trace-view", trace, "-o", page], capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"trace-view failed: {r.stderr}")
+    # Colours each chart must show (the page's CSS classes): prefill, decode, KV used, queued, ...
+    browse_and_check(chromium, tmp, page, "page",
+                     {"steps": ["#e8803a", "#3b78d8", "#5a9e57", "#8a6bbf"],
+                      "kv": ["#9cc0ef", "#2f9e6e", "#d8342c"],
+                      "requests": ["#c9c9c9", "#e8803a", "#3b78d8"]}, "TRACE_SCREENSHOT", 0.04, 100)
+    no_external_urls(page)
     print("PASS: trace-view page renders in headless Chromium")
+
+    # The compare page: the recording against its replay with a larger KV cache and at most 4
+    # sequences per step (issue 33): every chart shows both runs' colours (A blue, B orange).
+    replayed, cmp = os.path.join(tmp, "b.json"), os.path.join(tmp, "compare.html")
+    r = subprocess.run([binary, "replay", trace, "--no-progress", "--threads", "1", "--max-num-seqs", "4",
+                        "--num-kvcache-blocks", "64", "--trace", replayed], capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0, f"replay failed: {r.stderr[-2000:]}")
+    r = subprocess.run([binary, "trace-view", "--compare", trace, replayed, "-o", cmp], capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0, f"trace-view --compare failed: {r.stderr}")
+    both = ["#3b78d8", "#e8803a"]
+    browse_and_check(chromium, tmp, cmp, "compare",
+                     {c: both for c in ("ttft_cdf", "itl_cdf", "e2e_cdf", "throughput", "queues", "kv")},
+                     "TRACE_COMPARE_SCREENSHOT", 0.01, 20)
+    no_external_urls(cmp)
+    print("PASS: trace-view --compare page renders in headless Chromium")
     return 0
 
 

@@ -70,7 +70,7 @@ void Int4Checkpoint::check_module(Module& m, const Files& files) {
              ", expected ", dtype_name(*dts.begin()));
     NV_CHECK(ti.shape == shape, f->path(), ": tensor '", m.prefix, ".", fld, "' (field ", fld, ") has shape ",
              shape_str(ti.shape), ", expected ", shape_str(shape), " for a [", m.N, ", ", m.K, "] ", meth,
-             " weight with ", m.G, " group(s)");
+             " weight in ", m.G, " group(s) of ", m.group, " (quantization_config.group_size ", cfg_.group_size, ")");
   };
   const TensorInfo& qw = info(m.qweight, "qweight");
   NV_CHECK(qw.dtype == DType::I32 && qw.shape.size() == 2 && qw.shape[0] > 0 && qw.shape[1] > 0,

@@ -195,5 +195,7 @@ def test_bad_checkpoints_are_clear_errors(tmp_path):
     assert "config.json" in err and "quantization_config.bits 8" in err, err
     err = run_fail(variant("fp8", qcfg={"quant_method": "fp8"}))
     assert "config.json" in err and "quant_method 'fp8'" in err, err
-    err = run_fail(variant("group48", qcfg={"group_size": 48}))
-    assert "quantization_config.group_size 48" in err and f in err and ".qweight'" in err, err
+    err = run_fail(variant("group40", qcfg={"group_size": 40}))
+    assert "quantization_config.group_size 40 does not divide" in err and f in err and ".qweight'" in err, err
+    err = run_fail(variant("group48", qcfg={"group_size": 48}))  # divides 192 (down_proj): shapes disagree
+    assert f in err and "down_proj.qzeros' (field qzeros)" in err and "group_size 48" in err, err

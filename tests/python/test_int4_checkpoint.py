@@ -145,6 +145,37 @@ def test_moe_experts(tmp_path):
     assert np.median(per_pos) < 0.02 and (c.argmax(-1) == a.argmax(-1)).mean() >= 0.9, per_pos
 
 
+def test_unconverted_modules_stay_dense(tmp_path):
+    """modules_to_not_convert: a module stored as X.weight loads dense; a fused q/k/v whose k is
+    dense runs in f32 (exactly), the rest on the int4 kernels."""
+    q = make(tmp_path / "q", "--format", "awq", "--group-size", "32", preset="tiny")
+    tensors = st_reader.load_model_dir(q)
+    dtypes = st_reader.file_dtypes(os.path.join(q, "model.safetensors"))
+    cfg = json.load(open(os.path.join(q, "config.json")))
+    qcfg = int4_ref.qcfg_of(cfg)
+    dense = ["model.layers.0.self_attn.k_proj", "model.layers.1.mlp.down_proj"]
+    out = {}
+    for n, t in tensors.items():
+        if any(n.startswith(m + ".") for m in dense):
+            continue
+        out[n] = ("BF16", st_reader.f32_to_bf16_bits(t)) if dtypes[n] == "BF16" else (dtypes[n], t)
+    for m in dense:
+        out[m + ".weight"] = ("F32", int4_ref.dequantize_module(tensors, m, qcfg))
+    mixed = tmp_path / "mixed"
+    shutil.copytree(q, mixed)
+    st_reader.save_file(str(mixed / "model.safetensors"), out)
+    cfg["quantization_config"]["modules_to_not_convert"] = dense
+    json.dump(cfg, open(mixed / "config.json", "w"))
+    deq = int4_ref.dequantized_checkpoint(q, str(tmp_path / "deq"))
+    a = logits(str(mixed), tmp_path / "a.npy")
+    b = logits(deq, tmp_path / "b.npy")
+    assert a.tobytes() == b.tobytes(), np.abs(a - b).max()
+    c = logits(str(mixed), tmp_path / "c.npy", quant="auto")
+    d = logits(q, tmp_path / "d.npy", quant="auto")
+    assert c.tobytes() != d.tobytes()  # the dense modules ran dense
+    assert np.abs(c - a).max() / np.abs(a).max() < 0.05
+
+
 def test_greedy_tokens_match_dense(models):
     q, deq = models("gptq-g128-sym")
     a = [r["token_ids"] for r in greedy(LLM(q, num_kvcache_blocks=64, **KW), PROMPTS)]

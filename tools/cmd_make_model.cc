@@ -44,6 +44,19 @@ int run_make_model(int argc, char** argv) {
   app.add_option("--rope-scaling", o.rope_scaling,
                  "config.json rope_scaling as JSON, e.g. '{\"rope_type\":\"yarn\",\"factor\":4,"
                  "\"original_max_position_embeddings\":64}'");
+  bool asym = false;
+  app.add_option("--format", o.format,
+                 "a pre-quantized checkpoint: gptq or awq (4-bit linear projections, round-to-nearest "
+                 "from the f32 weights; src/testing/make_model_int4.h)")
+      ->check(CLI::IsMember({"gptq", "awq"}));
+  app.add_option("--group-size", o.int4.group_size, "--format: input features per group (-1: one group)")
+      ->capture_default_str();
+  app.add_flag("--asym", asym, "--format gptq: zero points (sym false); awq is always asymmetric");
+  app.add_flag("--desc-act", o.int4.desc_act, "--format gptq: act-order (a random g_idx order per input)");
+  app.add_option("--checkpoint-format", o.int4.checkpoint_format,
+                 "--format gptq: gptq (v1, stores zero - 1) or gptq_v2")
+      ->check(CLI::IsMember({"gptq", "gptq_v2"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,12 +64,14 @@ int run_make_model(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   o.dtype = nanovllm::parse_dtype(dtype);
+  o.int4.format = o.format;
+  o.int4.sym = !asym && o.format != "awq";  // AWQ always has zero points
   auto t0 = std::chrono::steady_clock::now();
   nanovllm::make_random_model(o);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %s model (preset %s, %s, seed %llu) to %s in %.1f s\n", o.arch.c_str(),
-              o.preset.c_str(), dtype.c_str(), static_cast<unsigned long long>(o.seed),
-              o.out_dir.c_str(), s);
+  std::printf("wrote %s model (preset %s, %s%s%s, seed %llu) to %s in %.1f s\n", o.arch.c_str(),
+              o.preset.c_str(), dtype.c_str(), o.format.empty() ? "" : ", ", o.format.c_str(),
+              static_cast<unsigned long long>(o.seed), o.out_dir.c_str(), s);
   return 0;
 }
 

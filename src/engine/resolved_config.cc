@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/model_files.h"
+#include "loader/quant_config.h"
 #include "kernels/backend_factory.h"
 #include "util/check.h"
 
@@ -23,6 +24,13 @@ ResolvedConfig resolve(const Config& config) {
   r.quantization = c.quantization != "auto"    ? parse_quant_scheme(c.quantization)
                    : r.device == Device::CPU ? gguf_default_quantization(c.model)
                                              : QuantScheme{};
+  // A GPTQ / AWQ checkpoint (an unsupported quantization_config is an error here, naming it):
+  // auto on the CPU places its int4 weights on the int4 kernels as stored; any other choice
+  // (and other devices) loads their exact dequantization, then applies the scheme.
+  if (const auto qc = read_quant_config(c.model)) {
+    r.checkpoint_quant = qc->method;
+    r.checkpoint_int4 = c.quantization == "auto" && r.device == Device::CPU;
+  }
   // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
@@ -52,7 +60,8 @@ ResolvedConfig resolve(const Config& config) {
 Config ResolvedConfig::settled() const {
   Config c = spec;
   c.device = device_name(device);
-  if (c.quantization == "auto") c.quantization = quantization.str();  // else as given
+  if (c.quantization == "auto")  // else as given; "gptq" / "awq": the checkpoint's int4 weights
+    c.quantization = checkpoint_int4 ? checkpoint_quant : quantization.str();
   c.lm_head_quantization = lm_head_quantization.str();
   c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
   if (c.speculative_max_batch == 0) c.speculative_max_batch = speculative_max_batch;

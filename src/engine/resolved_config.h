@@ -27,6 +27,12 @@ struct ResolvedConfig {
   SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   QuantScheme quantization;           // the layers' linear weights
   QuantScheme lm_head_quantization;   // auto: int8 with int4 layers, else the layers' scheme
+  // GPTQ / AWQ checkpoints (loader/quant_config.h): checkpoint_quant is its quant_method;
+  // checkpoint_int4 (quantization auto, CPU): its int4 weights run as stored
+  // (ModelLoadOptions::checkpoint_int4), `quantization` (none) covers its unquantized linears
+  // and the LM head stays dense unless --lm-head-quantization says otherwise.
+  std::string checkpoint_quant;
+  bool checkpoint_int4 = false;
   DType kv_cache_dtype = DType::F32;  // auto: the device's activation type (CPU f32, CUDA bf16)
   // CPU threads of this rank: num_threads, else backend.num_threads, else the cores divided
   // among the tensor-parallel ranks (at least 1).

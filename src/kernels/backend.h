@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/int4_groups.h"
 #include "kernels/moe.h"
 #include "kernels/quantized.h"
 #include "kernels/sampling.h"
@@ -104,6 +105,13 @@ class Backend {
     NV_CHECK(!scheme.enabled(), "--quantization ", scheme.str(), " is not supported on the ",
              name(), " backend (only on the CPU)");
     return LinearWeight{to_device(host), nullptr};
+  }
+  // A GPTQ / AWQ linear weight placed on the int4 kernels as stored, without re-quantizing
+  // (CPU backend: kernels/cpu/pack_int4.h, lossless for symmetric GPTQ). Backends without int4
+  // kernels refuse; the engine gives them the exact dense dequantization instead.
+  virtual LinearWeight prepare_linear_int4(const Int4Groups& w) {
+    NV_THROW("GPTQ / AWQ int4 weights [", w.N, ", ", w.K, "] cannot run on the ", name(),
+             " backend's kernels (no int4 kernels); load them with --quantization none (dense)");
   }
   // A mixture-of-experts layer's E experts (kernels/moe.h), each loaded by `load` and placed
   // like prepare_linear places a weight (quantized with `scheme` where the backend can).

@@ -143,8 +143,10 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
                w.data.numel() == w.Np / QuantizedWeight::kBlockRows * w.block_bytes,
            "linear: quantized weight ", w.data.str(), " (", w.scheme.str(), ", [", w.N, ", ", w.K,
            "]) is malformed");
-  NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.K, "linear: x ", x.str(), " must be [T, ", w.K,
-           "] for the ", w.scheme.str(), " weight [", w.N, ", ", w.K, "]");
+  NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.x_features(), "linear: x ", x.str(), " must be [T, ",
+           w.x_features(), "] for the ", w.scheme.str(), " weight [", w.N, ", ", w.x_features(), "]");
+  NV_CHECK(!w.act_index.defined() || (w.act_index.dtype() == DType::I32 && w.act_index.numel() == w.K),
+           "linear: quantized weight's act_index ", w.act_index.str(), " must be I32 [", w.K, "]");
   NV_CHECK(out.ndim() >= 1 && out.size(-1) == w.N && rows_of(out) == rows_of(x), "linear: out ",
            out.str(), " must be [", rows_of(x), ", ", w.N, "]");
   if (bias) {

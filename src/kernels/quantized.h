@@ -20,6 +20,10 @@
 // - int4: Kp = K rounded up to the group; a block is Kp / group records of
 //   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only]. Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
+// - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h):
+//   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
+//   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
+//   groups of the layout. The gather is a copy: it changes no product.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -51,12 +55,16 @@ struct QuantizedWeight {
   Tensor data;              // U8 [Np / 16, block_bytes]
   Tensor scales;            // int8: F32 [Np]
   Tensor row_sums;          // int8: I32 [Np]
+  // Input gather (see above): I32 [K] into x's in_features columns; undefined: x is [.., K].
+  Tensor act_index;
+  int64_t in_features = 0;  // x's columns when act_index is defined
+  int64_t x_features() const { return act_index.defined() ? in_features : K; }
   // int4: bytes of one group's record in a block.
   int64_t group_record_bytes() const { return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0); }
   // (An undefined Tensor is a 0-d scalar to nbytes(): int4 holds no scales/row_sums tensors.)
   size_t nbytes() const {
     return data.nbytes() + (scales.defined() ? scales.nbytes() : 0) +
-           (row_sums.defined() ? row_sums.nbytes() : 0);
+           (row_sums.defined() ? row_sums.nbytes() : 0) + (act_index.defined() ? act_index.nbytes() : 0);
   }
 };
 

@@ -1,6 +1,7 @@
 #include "loader/finite_check.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "loader/weight_store.h"
 #include "util/check.h"
@@ -40,8 +41,11 @@ std::optional<NonFinite> find_nonfinite(const Tensor& t) {
 }
 
 void check_finite_weights(const WeightStore& ws) {
-  for (const std::string& name : ws.names()) {
-    const Tensor t = ws.get(name);
+  for (std::string name : ws.names()) {
+    // A GPTQ / AWQ module's only floats are its scales (q - zero is a small integer).
+    Tensor t;
+    if (ws.int4() && ws.int4()->has(name)) std::tie(name, t) = ws.int4()->scales(name);
+    else t = ws.get(name);
     if (auto bad = find_nonfinite(t))
       NV_THROW("tensor '", name, "' holds ", bad->is_nan ? "NaN" : "Inf", " at element ", bad->index, " (of ",
                t.numel(), "): the checkpoint is corrupt; pass --allow-nonfinite-weights to load it anyway");

@@ -1,5 +1,6 @@
 #include "loader/tp_slice.h"
 
+#include "loader/int4_slice.h"
 #include "loader/tensor_ops.h"
 
 #include <algorithm>
@@ -37,6 +38,13 @@ Tensor load_column_parallel(const WeightStore& ws, const std::vector<std::string
     parts.push_back(t);
   }
   if (parts.size() == 1) return parts[0];
+  // Parts of different dtypes (a GPTQ / AWQ checkpoint that left one of them unquantized: the
+  // others are f32 dequantizations) fuse in f32, exactly.
+  for (const Tensor& p : parts)
+    if (p.dtype() != parts[0].dtype()) {
+      for (Tensor& q : parts) q = to_dtype(q, DType::F32);
+      break;
+    }
   return concat_rows(parts);
 }
 
@@ -57,6 +65,38 @@ Tensor load_vocab_parallel(const WeightStore& ws, const std::string& name, const
 
 Tensor load_replicated(const WeightStore& ws, const std::string& name, const Shape& expected) {
   return ws.take(name, expected);
+}
+
+std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const std::vector<std::string>& names,
+                                                    const std::vector<Shape>& expected,
+                                                    const std::vector<RowRange>& rows) {
+  NV_CHECK_EQ(names.size(), expected.size());
+  NV_CHECK(rows.empty() || rows.size() == names.size(), "load_column_parallel_int4: ", rows.size(),
+           " row ranges for ", names.size(), " tensors");
+  for (const std::string& n : names)
+    if (!ws.int4() || !ws.int4()->has(n)) return std::nullopt;
+  std::vector<Int4Groups> parts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Int4Groups w = ws.take_int4(names[i], expected[i]);
+    if (!rows.empty() && !(rows[i].begin == 0 && rows[i].count == w.N)) {
+      NV_CHECK(rows[i].begin >= 0 && rows[i].count >= 0 && rows[i].begin + rows[i].count <= w.N, "tensor '",
+               names[i], "' [", w.N, ", ", w.K, "] has no rows [", rows[i].begin, ", ",
+               rows[i].begin + rows[i].count, ")");
+      w = int4_rows(w, rows[i].begin, rows[i].count);
+    }
+    parts.push_back(std::move(w));
+  }
+  return int4_concat_rows(parts, names);
+}
+
+std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,
+                                                 const Shape& expected, const TpInfo& tp) {
+  if (!ws.int4() || !ws.int4()->has(name)) return std::nullopt;
+  Int4Groups w = ws.take_int4(name, expected);
+  if (tp.world == 1) return w;
+  NV_CHECK_EQ(w.K % tp.world, 0, "tensor '", name, "' columns not divisible by TP size");
+  const int64_t k = w.K / tp.world;
+  return int4_columns(w, tp.rank * k, k);
 }
 
 }  // namespace nanovllm

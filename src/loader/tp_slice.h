@@ -7,6 +7,7 @@
 //  - vocab-parallel embedding / LM head: rows [begin, begin + rows) of the vocabulary, zero
 //    padded past the end of the vocabulary.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,5 +39,14 @@ Tensor load_vocab_parallel(const WeightStore& ws, const std::string& name, const
                            int64_t begin, int64_t rows);
 // Loads a replicated tensor (norms); zero-copy view into the mapping when possible.
 Tensor load_replicated(const WeightStore& ws, const std::string& name, const Shape& expected);
+
+// GPTQ / AWQ (loader/int4_checkpoint.h): the same slices of quantized modules, unpacked for the
+// int4 kernels (loader/int4_slice.h). nullopt when not every named weight is a quantized module:
+// the dense loaders above then serve each part (a quantized one as its exact dequantization).
+std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const std::vector<std::string>& names,
+                                                    const std::vector<Shape>& expected,
+                                                    const std::vector<RowRange>& rows);
+std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,
+                                                 const Shape& expected, const TpInfo& tp);
 
 }  // namespace nanovllm

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "loader/quant_config.h"
 #include "util/check.h"
 #include "util/json_bounded.h"
 
@@ -63,6 +64,7 @@ WeightStore WeightStore::open_dir(const std::string& model_dir) {
                  shard, "' but that file does not contain it");
       s.by_name_[it.key()] = sh->second;
     }
+    s.attach_int4();
     return s;
   }
 
@@ -88,15 +90,22 @@ WeightStore WeightStore::open_dir(const std::string& model_dir) {
       s.by_name_[name] = f;
     }
   }
+  s.attach_int4();
   return s;
 }
 
+void WeightStore::attach_int4() {
+  if (auto qc = read_quant_config(dir_)) int4_ = std::make_shared<Int4Checkpoint>(*qc, by_name_);
+}
+
 bool WeightStore::has(const std::string& name) const {
+  if (int4_ && int4_->has(name)) return true;
   return gguf_ ? gguf_->tensors().count(name) > 0 : by_name_.count(name) > 0;
 }
 
 Tensor WeightStore::get(const std::string& name) const {
   if (gguf_) return gguf_->get(name);
+  if (int4_ && int4_->has(name)) return int4_->dequantize(name);
   auto it = by_name_.find(name);
   if (it == by_name_.end()) NV_THROW("missing tensor '", name, "' in ", dir_);
   return it->second->get(name);
@@ -116,6 +125,16 @@ Tensor WeightStore::take(const std::string& name, const Shape& expected) const {
   return t;
 }
 
+Int4Groups WeightStore::take_int4(const std::string& name, const Shape& expected) const {
+  NV_CHECK(int4_ && int4_->has(name), "tensor '", name, "' is not a GPTQ / AWQ module (in ", dir_, ")");
+  const Shape s = int4_->shape(name);
+  if (s != expected)
+    NV_THROW("tensor '", name, "' (", int4_->config().method, " module) has shape ", shape_str(s),
+             ", expected ", shape_str(expected), " (in ", dir_, ")");
+  taken_.insert(name);
+  return int4_->unpack(name);
+}
+
 std::vector<std::string> WeightStore::unused() const {
   std::vector<std::string> v;
   if (gguf_) {
@@ -123,7 +142,7 @@ std::vector<std::string> WeightStore::unused() const {
       if (!taken_.count(n)) v.push_back(n);
     return v;
   }
-  for (const auto& [n, f] : by_name_)
+  for (const std::string& n : names())
     if (!taken_.count(n)) v.push_back(n);
   return v;
 }
@@ -134,8 +153,13 @@ std::vector<std::string> WeightStore::names() const {
     for (const auto& [n, r] : gguf_->tensors()) v.push_back(n);
     return v;
   }
-  v.reserve(by_name_.size());
-  for (const auto& [n, f] : by_name_) v.push_back(n);
+  // A quantized module's fields appear as its one X.weight.
+  for (const auto& [n, f] : by_name_)
+    if (!int4_ || !int4_->is_field(n)) v.push_back(n);
+  if (int4_) {
+    for (const std::string& n : int4_->weight_names()) v.push_back(n);
+    std::sort(v.begin(), v.end());
+  }
   return v;
 }
 

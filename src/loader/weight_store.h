@@ -1,6 +1,8 @@
 // WeightStore: the tensors of a Hugging Face model directory by name, over its safetensors
 // files (model.safetensors, or the shards of model.safetensors.index.json). Tensors point into
-// the files' mappings (see safetensors.h for their lifetime).
+// the files' mappings (see safetensors.h for their lifetime). A GPTQ / AWQ checkpoint
+// (config.json quantization_config) serves each quantized module X as the tensor X.weight: its
+// exact f32 dequantization (loader/int4_checkpoint.h), or unpacked for the int4 kernels (take_int4).
 #pragma once
 #include <map>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "loader/gguf_checkpoint.h"
+#include "loader/int4_checkpoint.h"
 #include "loader/safetensors.h"
 
 namespace nanovllm {
@@ -33,11 +36,17 @@ class WeightStore {
   std::vector<std::string> unused() const;
   const std::string& dir() const { return dir_; }
   const GgufCheckpoint* gguf() const { return gguf_.get(); }  // null for safetensors
+  // GPTQ / AWQ modules; null for a checkpoint without quantization_config.
+  const Int4Checkpoint* int4() const { return int4_.get(); }
+  // A quantized module's X.weight unpacked (like take(): checks [N, K] and counts it as used).
+  Int4Groups take_int4(const std::string& name, const Shape& expected) const;
 
  private:
+  void attach_int4();  // reads config.json's quantization_config, if any
   std::string dir_;
   std::map<std::string, std::shared_ptr<SafetensorsFile>> by_name_;
   std::shared_ptr<GgufCheckpoint> gguf_;
+  std::shared_ptr<Int4Checkpoint> int4_;
   mutable std::set<std::string> taken_;
 };
 

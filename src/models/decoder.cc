@@ -58,6 +58,29 @@ LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& 
   return w;
 }
 
+LinearWeight DecoderModel::column_linear(const WeightStore& ws, const std::vector<std::string>& names,
+                                         const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
+                                         const ModelLoadOptions& opt) {
+  if (opt.checkpoint_int4)
+    if (auto w = load_column_parallel_int4(ws, names, shapes, rows)) {
+      LinearWeight lw = be_.prepare_linear_int4(*w);
+      weight_bytes_ += lw.nbytes();
+      return lw;
+    }
+  return upload_linear(load_column_parallel(ws, names, shapes, rows), opt.linear_quant);
+}
+
+LinearWeight DecoderModel::row_linear(const WeightStore& ws, const std::string& name, const Shape& shape,
+                                      const TpInfo& tp, const ModelLoadOptions& opt) {
+  if (opt.checkpoint_int4)
+    if (auto w = load_row_parallel_int4(ws, name, shape, tp)) {
+      LinearWeight lw = be_.prepare_linear_int4(*w);
+      weight_bytes_ += lw.nbytes();
+      return lw;
+    }
+  return upload_linear(load_row_parallel(ws, name, shape, tp), opt.linear_quant);
+}
+
 DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,
                            int max_positions, const ModelLoadOptions& opt)
     : DecoderModel(c, be, ws, max_positions, TpShard::plan(c, 0, 1), nullptr, opt) {}
@@ -114,14 +137,13 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     auto w = [&](const std::string& name) { return layer_tensor(c, l, name); };
     auto b = [&](const std::string& name) { return layer_tensor(c, l, name, "bias"); };
     Layer L;
-    L.qkv_w = upload_linear(load_column_parallel(ws, {w(n.q_proj), w(n.k_proj), w(n.v_proj)},
-                                                 {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}),
-                            opt.linear_quant);
+    L.qkv_w = column_linear(ws, {w(n.q_proj), w(n.k_proj), w(n.v_proj)},
+                            {{Hq * D, H}, {Hkv * D, H}, {Hkv * D, H}}, {q_rows, kv_rows, kv_rows}, opt);
     if (c.attention_bias) {  // column-parallel bias: the rank's slice, on every rank
       L.qkv_b = upload(load_column_parallel(ws, {b(n.q_proj), b(n.k_proj), b(n.v_proj)},
                                             {{Hq * D}, {Hkv * D}, {Hkv * D}}, {q_rows, kv_rows, kv_rows}));
     }
-    L.o_w = upload_linear(load_row_parallel(ws, w(n.o_proj), {H, Hq * D}, tp), opt.linear_quant);
+    L.o_w = row_linear(ws, w(n.o_proj), {H, Hq * D}, tp, opt);
     // Row-parallel o_proj: every rank holds the whole [H] bias, only rank 0 adds it (the
     // all-reduce sums the ranks' partial outputs, so the bias is added once).
     if (c.o_proj_bias) L.o_b = upload(load_replicated(ws, b(n.o_proj), {H}));
@@ -142,20 +164,30 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
       L.moe = true;
       L.router = upload(load_replicated(ws, w(n.router), {E, H}));
       auto ew = [&](int64_t e, const std::string& name) { return expert_tensor(c, l, e, name); };
-      L.experts = be.prepare_moe_experts(
-          E, H, shard.moe_intermediate,
-          [&](int64_t e) {
-            return std::pair{load_column_parallel(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
-                                                  {{Im, H}, {Im, H}}, {mi_rows, mi_rows}),
-                             load_row_parallel(ws, ew(e, n.expert_down), {H, Im}, tp)};
-          },
-          opt.linear_quant);
-      weight_bytes_ += L.experts.nbytes();
+      if (opt.checkpoint_int4 && ws.int4() && ws.int4()->has(ew(0, n.expert_gate))) {
+        // GPTQ / AWQ experts: each on the int4 kernels as stored (column_linear / row_linear
+        // count their bytes).
+        L.experts.hidden = H;
+        L.experts.intermediate = shard.moe_intermediate;
+        for (int64_t e = 0; e < E; ++e) {
+          L.experts.gate_up.push_back(column_linear(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
+                                                    {{Im, H}, {Im, H}}, {mi_rows, mi_rows}, opt));
+          L.experts.down.push_back(row_linear(ws, ew(e, n.expert_down), {H, Im}, tp, opt));
+        }
+      } else {
+        L.experts = be.prepare_moe_experts(
+            E, H, shard.moe_intermediate,
+            [&](int64_t e) {
+              return std::pair{load_column_parallel(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
+                                                    {{Im, H}, {Im, H}}, {mi_rows, mi_rows}),
+                               load_row_parallel(ws, ew(e, n.expert_down), {H, Im}, tp)};
+            },
+            opt.linear_quant);
+        weight_bytes_ += L.experts.nbytes();
+      }
     } else {
-      L.gate_up_w = upload_linear(load_column_parallel(ws, {w(n.gate_proj), w(n.up_proj)}, {{I, H}, {I, H}},
-                                                       {i_rows, i_rows}),
-                                  opt.linear_quant);
-      L.down_w = upload_linear(load_row_parallel(ws, w(n.down_proj), {H, I}, tp), opt.linear_quant);
+      L.gate_up_w = column_linear(ws, {w(n.gate_proj), w(n.up_proj)}, {{I, H}, {I, H}}, {i_rows, i_rows}, opt);
+      L.down_w = row_linear(ws, w(n.down_proj), {H, I}, tp, opt);
     }
     layers_.push_back(std::move(L));
   }

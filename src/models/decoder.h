@@ -48,6 +48,10 @@ struct KVCache {
 struct ModelLoadOptions {
   QuantScheme linear_quant;   // q/k/v/o, gate/up and down projections
   QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense)
+  // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h): their quantized linears go to the int4
+  // kernels as stored (Backend::prepare_linear_int4); false: they load as their exact f32
+  // dequantization, then follow linear_quant like any dense weight.
+  bool checkpoint_int4 = false;
 };
 
 class DecoderModel {
@@ -89,6 +93,13 @@ class DecoderModel {
   Tensor load_norm(const WeightStore& ws, const std::string& name, int64_t n);
   static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);
   LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
+  // A packed (column-parallel) or row-parallel linear: the checkpoint's int4 groups when
+  // options.checkpoint_int4 and every part is a GPTQ / AWQ module, else dense + linear_quant.
+  LinearWeight column_linear(const WeightStore& ws, const std::vector<std::string>& names,
+                             const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
+                             const ModelLoadOptions& opt);
+  LinearWeight row_linear(const WeightStore& ws, const std::string& name, const Shape& shape,
+                          const TpInfo& tp, const ModelLoadOptions& opt);
 
   ModelConfig cfg_;
   Backend& be_;

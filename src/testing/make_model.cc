@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "loader/safetensors_writer.h"
@@ -59,10 +60,17 @@ Init init_for(const TensorSpec& s) {
   return {0.f, float(1.0 / std::sqrt(double(s.shape[1])))};
 }
 
-// The tensors of the checkpoint: exactly what the model's loader consumes (models/checkpoint_layout).
-std::vector<TensorSpec> tensor_specs(const ModelConfig& c, DType dt) {
+// The tensors of the checkpoint: exactly what the model's loader consumes (models/checkpoint_layout);
+// with a GPTQ / AWQ format, each linear projection's X.weight becomes its stored fields.
+std::vector<TensorSpec> tensor_specs(const ModelConfig& c, DType dt, const MakeModelOptions& o) {
   std::vector<TensorSpec> v;
-  for (const CheckpointTensor& t : checkpoint_tensors(c)) v.push_back({t.name, dt, t.shape});
+  for (const CheckpointTensor& t : checkpoint_tensors(c)) {
+    if (o.format.empty() || !is_int4_linear(t.name)) {
+      v.push_back({t.name, dt, t.shape});
+      continue;
+    }
+    for (TensorSpec& s : int4_tensor_specs(t.name, t.shape, o.int4)) v.push_back(std::move(s));
+  }
   return v;
 }
 
@@ -74,16 +82,64 @@ const Architecture& architecture_of(const std::string& model_type) {
   NV_THROW("unknown arch '", model_type, "' (expected one of: ", known, ")");
 }
 
+// Chunk `chunk` (len values) of tensor s's f32 values: the same whatever the output dtype.
+void random_chunk(const TensorSpec& s, uint64_t seed, int64_t chunk, int64_t len, float* out) {
+  const Init init = init_for(s);
+  uint64_t tstate = seed ^ fnv1a(s.name);
+  const uint64_t tensor_seed = splitmix64(tstate);
+  uint64_t cs = tensor_seed + uint64_t(chunk) * 0xd1b54a32d192ed03ull;
+  fill_normal(splitmix64(cs), init.mean, init.std, out, len);
+}
+
+// All of tensor s's values in f32 (what --dtype f32 writes): the input of GPTQ / AWQ quantization.
+std::vector<float> random_tensor_f32(const TensorSpec& s, uint64_t seed, ThreadPool& pool) {
+  const int64_t n = int64_t(s.nbytes() / dtype_size(s.dtype));
+  std::vector<float> v(static_cast<size_t>(n));
+  pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) random_chunk(s, seed, c, std::min(kChunk, n - c * kChunk), v.data() + c * kChunk);
+  });
+  return v;
+}
+
+// The stored fields of the GPTQ / AWQ module whose field `field` is asked for next; the module's
+// fields come one after the other in the writer's (sorted) order, so one module is kept.
+class Int4Fields {
+ public:
+  Int4Fields(const ModelConfig& c, const MakeModelOptions& o) : o_(o) {
+    for (const CheckpointTensor& t : checkpoint_tensors(c))
+      if (is_int4_linear(t.name)) shapes_[t.name.substr(0, t.name.size() - 7)] = t.shape;
+  }
+  // The tensor named `name` if it is a quantized field, else an undefined tensor.
+  Tensor get(const std::string& name, ThreadPool& pool) {
+    const size_t dot = name.rfind('.');
+    const std::string prefix = name.substr(0, dot);
+    auto it = shapes_.find(prefix);
+    if (dot == std::string::npos || it == shapes_.end()) return Tensor();
+    if (prefix != prefix_) {
+      const TensorSpec dense{prefix + ".weight", DType::F32, it->second};
+      const std::vector<float> w = random_tensor_f32(dense, o_.seed, pool);
+      fields_ = quantize_int4_tensors(dense.name, w.data(), it->second[0], it->second[1], o_.int4, o_.seed);
+      prefix_ = prefix;
+    }
+    for (const auto& [n, t] : fields_)
+      if (n == name) return t;
+    return Tensor();
+  }
+
+ private:
+  const MakeModelOptions& o_;
+  std::map<std::string, Shape> shapes_;  // module prefix -> dense [N, K]
+  std::string prefix_;
+  std::vector<std::pair<std::string, Tensor>> fields_;
+};
+
 // Generates and appends one tensor, kGroupChunks chunks at a time in parallel.
 // `buf` is reused across tensors (re-faulting a fresh 32 MB buffer per tensor costs as much
 // system time as the write itself).
 void write_random_tensor(SafetensorsWriter& w, ThreadPool& pool, const TensorSpec& s,
                          uint64_t seed, std::vector<char>& buf) {
-  const Init init = init_for(s);
   const int64_t n = int64_t(s.nbytes() / dtype_size(s.dtype));
   const size_t esz = dtype_size(s.dtype);
-  uint64_t tstate = seed ^ fnv1a(s.name);
-  const uint64_t tensor_seed = splitmix64(tstate);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   buf.resize(std::max(buf.size(), size_t(std::min(chunks, kGroupChunks) * kChunk) * esz));
   for (int64_t g = 0; g < chunks; g += kGroupChunks) {
@@ -93,8 +149,7 @@ void write_random_tensor(SafetensorsWriter& w, ThreadPool& pool, const TensorSpe
       for (int64_t c = b; c < e; ++c) {
         const int64_t chunk = g + c;
         const int64_t len = std::min(kChunk, n - chunk * kChunk);
-        uint64_t cs = tensor_seed + uint64_t(chunk) * 0xd1b54a32d192ed03ull;
-        fill_normal(splitmix64(cs), init.mean, init.std, tmp.data(), len);
+        random_chunk(s, seed, chunk, len, tmp.data());
         convert_f32_to(tmp.data(), buf.data() + size_t(c * kChunk) * esz, s.dtype, len);
       }
     });
@@ -193,6 +248,11 @@ std::string find_npm_tokenizer_dir(const std::string& arch) {
 void make_random_model(const MakeModelOptions& o) {
   NV_CHECK(!o.out_dir.empty(), "make-model: no output directory");
   const Architecture& arch = architecture_of(o.arch);
+  if (!o.format.empty()) {
+    NV_CHECK(o.format == o.int4.format, "make-model: format '", o.format, "' and its options' '",
+             o.int4.format, "' differ");
+    check_int4_write_options(o.int4);
+  }
   const ModelShape m = preset_shape(o.arch, o.preset);
   const std::string dt_name = dtype_json_name(o.dtype);
   const bool llama = arch.tokenizer == "llama3";
@@ -256,6 +316,7 @@ void make_random_model(const MakeModelOptions& o) {
   c["tie_word_embeddings"] = true;
   c["torch_dtype"] = dt_name;
   c["transformers_version"] = "4.51.0";
+  if (!o.format.empty()) c["quantization_config"] = int4_quantization_config(o.int4);
   c["use_cache"] = true;
   c["vocab_size"] = m.vocab;
   write_json(out / "config.json", c);
@@ -297,9 +358,17 @@ void make_random_model(const MakeModelOptions& o) {
   ThreadPool pool(o.threads);
   // The tensor list comes from the config just written, read back as the engine reads it.
   const ModelConfig mc = ModelConfig::from_json_text(c.dump(), (out / "config.json").string());
-  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(mc, o.dtype), {{"format", "pt"}});
+  SafetensorsWriter w((out / "model.safetensors").string(), tensor_specs(mc, o.dtype, o), {{"format", "pt"}});
   std::vector<char> buf;
-  for (const auto& s : w.order()) write_random_tensor(w, pool, s, o.seed, buf);
+  Int4Fields int4(mc, o);
+  for (const auto& s : w.order()) {
+    if (!o.format.empty())
+      if (Tensor t = int4.get(s.name, pool); t.defined()) {
+        w.append(t.raw(), t.nbytes());
+        continue;
+      }
+    write_random_tensor(w, pool, s, o.seed, buf);
+  }
   w.finish();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/make_model_int4.h"
 #include "util/dtype.h"
 
 namespace nanovllm {
@@ -33,6 +34,10 @@ struct MakeModelOptions {
   // An embedding model: "" (none) | last | mean | cls writes sentence-transformers' modules.json,
   // 1_Pooling/config.json with that mode and a Normalize module (models/pooling_config.h).
   std::string pooling;
+  // A pre-quantized checkpoint: "" (dense) | gptq | awq, with its options (src/testing/
+  // make_model_int4.h: which tensors, how they are quantized).
+  std::string format;
+  Int4WriteOptions int4;
 };
 
 // Model shape of a preset for an architecture (llama uses the Llama-3 vocabulary).

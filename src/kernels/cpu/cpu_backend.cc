@@ -7,6 +7,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/moe.h"
+#include "kernels/cpu/pack_int4.h"
 #include "kernels/cpu/qgemm.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sampling.h"
@@ -58,6 +59,10 @@ class CpuBackend final : public Backend {
     auto alloc = [this](int64_t rows, int64_t cols) { return arena_.alloc({rows, cols}, DType::U8); };
     return LinearWeight{Tensor(), std::make_shared<QuantizedWeight>(
                                       cpu::quantize_weight(host, scheme, pool_, alloc))};
+  }
+  LinearWeight prepare_linear_int4(const Int4Groups& w) override {
+    auto alloc = [this](int64_t rows, int64_t cols) { return arena_.alloc({rows, cols}, DType::U8); };
+    return LinearWeight{Tensor(), std::make_shared<QuantizedWeight>(cpu::pack_int4_groups(w, pool_, alloc))};
   }
   SampleResult sample(const Tensor& logits, const SamplingBatch& batch) override {
     return cpu::sample(logits, batch, pool_);

@@ -49,10 +49,25 @@ QWeightView view_of(const QuantizedWeight& w) {
 
 // Per-call activation buffers (thread_local: the pool's caller quantizes, workers read).
 struct ActBuffers {
+  std::vector<float> gathered;  // x's columns in the weight's act_index order
   std::vector<uint8_t> x;
   std::vector<float> sx, gsumf;
   std::vector<int32_t> gsum8;
 };
+
+// out[m, j] = x[m, idx[j]] (0 where idx[j] < 0): x [M, Kx] -> out [M, K]. A per-row max of |x|
+// (the activation scale) is unchanged: every column of x appears once.
+void gather_columns(const float* x, int64_t M, int64_t Kx, const int32_t* idx, int64_t K,
+                    std::vector<float>& out, ThreadPool& pool) {
+  out.resize(size_t(M * K));
+  pool.parallel_for(M, [&](int64_t m0, int64_t m1) {
+    for (int64_t m = m0; m < m1; ++m) {
+      const float* xr = x + m * Kx;
+      float* o = out.data() + m * K;
+      for (int64_t j = 0; j < K; ++j) o[j] = idx[j] >= 0 ? xr[idx[j]] : 0.f;
+    }
+  }, grain_for_work(K, int64_t(1) << 14));
+}
 
 // x [M, K] f32 -> x8 per row (natural order, K zero-padded to Kp), scales, int4 group sums.
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
@@ -144,8 +159,8 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   NV_CHECK(x.dtype() == DType::F32 && out.dtype() == DType::F32,
            "quantized linear needs F32 x/out, got ", x.str(), " ", out.str());
   NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8, "quantized linear: weight is not quantized");
-  const int64_t K = w.K, N = w.N, M = x.numel() / std::max<int64_t>(K, 1);
-  NV_CHECK_EQ(x.size(-1), K, "quantized linear x ", x.str(), " for a [", N, ", ", K, "] weight");
+  const int64_t K = w.K, N = w.N, Kx = w.x_features(), M = x.numel() / std::max<int64_t>(Kx, 1);
+  NV_CHECK_EQ(x.size(-1), Kx, "quantized linear x ", x.str(), " for a [", N, ", ", Kx, "] weight");
   NV_CHECK_EQ(out.numel(), M * N, "quantized linear out ", out.str(), " for x ", x.str());
   if (bias) NV_CHECK_EQ(bias->numel(), N, "quantized linear bias ", bias->str());
   if (M == 0) return;
@@ -157,7 +172,12 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   const QWeightView wv = view_of(w);
   thread_local ActBuffers buf;
   const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
-  const QActs acts = quantize_activations(x.data<float>(), M, K, wv, offset, buf, pool);
+  const float* xp = x.data<float>();
+  if (w.act_index.defined()) {  // repacked GPTQ act-order / cut groups: x's columns in kernel order
+    gather_columns(xp, M, Kx, w.act_index.data<int32_t>(), K, buf.gathered, pool);
+    xp = buf.gathered.data();
+  }
+  const QActs acts = quantize_activations(xp, M, K, wv, offset, buf, pool);
   float* op = out.data<float>();
   // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
   // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).

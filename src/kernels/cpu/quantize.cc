@@ -152,4 +152,14 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
   }
 }
 
+void dequantize_row_inputs(const QuantizedWeight& q, int64_t n, float* out) {
+  if (!q.act_index.defined()) return dequantize_row(q, n, out);
+  std::vector<float> row(size_t(q.K));
+  dequantize_row(q, n, row.data());
+  std::fill(out, out + q.in_features, 0.f);
+  const int32_t* idx = q.act_index.data<int32_t>();
+  for (int64_t k = 0; k < q.K; ++k)
+    if (idx[k] >= 0) out[idx[k]] = row[size_t(k)];
+}
+
 }  // namespace nanovllm::cpu

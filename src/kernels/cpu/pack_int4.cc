@@ -1,0 +1,127 @@
+#include "kernels/cpu/pack_int4.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "util/check.h"
+
+namespace nanovllm::cpu {
+
+namespace {
+
+// Byte of element e of row r in a group record (kernels/quantized.h; as quantize.cc).
+int64_t int4_offset(int64_t r, int64_t e) { return (e / 8) * 64 + 4 * r + e % 4; }
+
+void check_input(const Int4Groups& w) {
+  NV_CHECK(w.N > 0 && w.K > 0 && w.G > 0, "int4 groups: empty weight [", w.N, ", ", w.K, "], ", w.G, " groups");
+  NV_CHECK(w.q.dtype() == DType::U8 && (w.q.shape() == Shape{w.N, w.K}), "int4 groups: q ", w.q.str(),
+           " must be U8 [", w.N, ", ", w.K, "]");
+  NV_CHECK(w.scales.dtype() == DType::F32 && (w.scales.shape() == Shape{w.N, w.G}), "int4 groups: scales ",
+           w.scales.str(), " must be F32 [", w.N, ", ", w.G, "]");
+  NV_CHECK(w.zeros.dtype() == DType::U8 && (w.zeros.shape() == Shape{w.N, w.G}), "int4 groups: zeros ",
+           w.zeros.str(), " must be U8 [", w.N, ", ", w.G, "]");
+  NV_CHECK(w.g_idx.dtype() == DType::I32 && (w.g_idx.shape() == Shape{w.K}), "int4 groups: g_idx ",
+           w.g_idx.str(), " must be I32 [", w.K, "]");
+  for (int64_t k = 0; k < w.K; ++k)
+    NV_CHECK(w.g_idx.data<int32_t>()[k] >= 0 && w.g_idx.data<int32_t>()[k] < w.G, "int4 groups: g_idx[", k,
+             "] = ", w.g_idx.data<int32_t>()[k], " outside [0, ", w.G, ")");
+}
+
+// The kernel's column order: input columns sorted by group, each group's run padded with -1 to
+// a multiple of the layout group. src_group[j]: the checkpoint group of layout group j.
+struct ColumnPlan {
+  int group = 32;
+  std::vector<int32_t> act_index;
+  std::vector<int32_t> src_group;
+  bool identity = true;
+};
+
+ColumnPlan plan_columns(const Int4Groups& w) {
+  const int32_t* gi = w.g_idx.data<int32_t>();
+  std::vector<int32_t> order(size_t(w.K));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return gi[a] < gi[b]; });
+  std::vector<std::pair<int64_t, int64_t>> runs;  // [begin, end) in `order`
+  for (int64_t i = 0; i < w.K; ++i)
+    if (i == 0 || gi[order[size_t(i)]] != gi[order[size_t(i - 1)]]) runs.push_back({i, i + 1});
+    else runs.back().second = i + 1;
+  ColumnPlan p;
+  p.group = 64;
+  for (const auto& [b, e] : runs)
+    if ((e - b) % 64 != 0) p.group = 32;
+  for (const auto& [b, e] : runs) {
+    for (int64_t i = b; i < e; ++i) p.act_index.push_back(order[size_t(i)]);
+    while (p.act_index.size() % size_t(p.group) != 0) p.act_index.push_back(-1);
+    const int64_t pieces = (e - b + p.group - 1) / p.group;
+    for (int64_t j = 0; j < pieces; ++j) p.src_group.push_back(gi[order[size_t(b)]]);
+  }
+  p.identity = int64_t(p.act_index.size()) == w.K;
+  for (int64_t k = 0; p.identity && k < w.K; ++k) p.identity = p.act_index[size_t(k)] == k;
+  return p;
+}
+
+}  // namespace
+
+QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  check_input(w);
+  const ColumnPlan plan = plan_columns(w);
+  bool symmetric = true;
+  for (int64_t i = 0; i < w.N * w.G && symmetric; ++i) symmetric = w.zeros.data<uint8_t>()[i] == 8;
+  // f16 must hold every scale (and min): checked before the parallel pass.
+  for (int64_t i = 0; i < w.N * w.G; ++i) {
+    const float sc = w.scales.data<float>()[i], mn = sc * float(w.zeros.data<uint8_t>()[i]);
+    NV_CHECK(std::isfinite(f16_to_f32(f32_to_f16(sc))) && std::isfinite(f16_to_f32(f32_to_f16(mn))),
+             "int4 repack: row ", i / w.G, " group ", i % w.G, ": scale ", sc, " (x zero ",
+             int(w.zeros.data<uint8_t>()[i]), ") is not finite in f16");
+  }
+  QuantScheme scheme;
+  scheme.kind = QuantKind::Int4;
+  scheme.group = plan.group;
+  scheme.zero_points = !symmetric;
+  const int64_t Kg = int64_t(plan.act_index.size());
+  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
+  NV_CHECK_EQ(qw.Kp, Kg, "int4 repack: padded K");
+  if (!plan.identity) {
+    qw.act_index = Tensor::empty({Kg}, DType::I32);
+    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
+    qw.in_features = w.K;
+  }
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, g = plan.group;
+  const int64_t rec = qw.group_record_bytes();
+  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
+  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
+           "pack_int4_groups: allocator returned ", qw.data.str());
+  const uint8_t* q = w.q.data<uint8_t>();
+  const uint8_t* z = w.zeros.data<uint8_t>();
+  const float* s = w.scales.data<float>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: scale 0, codes 0
+      for (int64_t j = 0; j < Kg / g; ++j) {
+        uint8_t* r8 = blk + j * rec;
+        uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 8 * g);
+        const int64_t src = plan.src_group[size_t(j)];
+        for (int64_t r = 0; r < R && b * R + r < w.N; ++r) {
+          const int64_t n = b * R + r;
+          const float sc = s[n * w.G + src];
+          const int zero = z[n * w.G + src];
+          scales[r] = f32_to_f16(sc);
+          if (!symmetric) scales[16 + r] = f32_to_f16(-sc * float(zero));  // exact in f32 for an f16 scale
+          for (int64_t e = 0; e < g; ++e) {
+            const int32_t col = plan.act_index[size_t(j * g + e)];
+            // Padding: code 8 is the symmetric zero; with zero points x is 0 there anyway.
+            const uint8_t code = col >= 0 ? q[n * w.K + col] : uint8_t(symmetric ? 8 : 0);
+            r8[int4_offset(r, e)] |= uint8_t((code & 15) << ((e % 8) >= 4 ? 4 : 0));
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * Kg, int64_t(1) << 16));
+  return qw;
+}
+
+}  // namespace nanovllm::cpu

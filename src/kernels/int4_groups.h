@@ -1,0 +1,27 @@
+// A linear weight in 4-bit groups as a GPTQ / AWQ checkpoint stores it, unpacked to one code per
+// byte (host memory): the input of Backend::prepare_linear_int4, which places it on the int4
+// kernels without re-quantizing (kernels/cpu/pack_int4.h). The loader makes it
+// (loader/int4_checkpoint.h); header-only, so the loader needs no kernel library.
+//
+//   w[n, k] = scale[n, g] * (q[n, k] - zero[n, g]),   g = g_idx[k]
+//
+// g_idx maps each input column to its group: k / group_size for plain checkpoints, any order
+// for GPTQ's act-order (desc_act) and for a tensor-parallel rank's column slice (whose groups
+// may be cut). Several input columns share a group's scale and zero per output row.
+#pragma once
+#include <cstdint>
+
+#include "util/tensor.h"
+
+namespace nanovllm {
+
+struct Int4Groups {
+  int64_t N = 0, K = 0;  // logical weight [N, K] (out, in)
+  int64_t G = 0;         // groups (columns of scales / zeros)
+  Tensor q;              // U8 [N, K]: codes 0..15
+  Tensor scales;         // F32 [N, G]: the checkpoint's scales (f16 values, or bf16 / f32)
+  Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible)
+  Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)
+};
+
+}  // namespace nanovllm

@@ -1,0 +1,166 @@
+// GPTQ / AWQ groups repacked onto the int4 kernels (kernels/cpu/pack_int4.h): symmetric weights
+// dequantize bit-identically, zero points within the f16-min bound, act-order and cut groups
+// through the input gather, and quantized_linear with a gather equal (bitwise) to the same
+// weight stored in group order with the input permuted by hand. Every ISA ctest runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "kernels/cpu/pack_int4.h"
+#include "kernels/cpu/qgemm.h"
+
+using namespace nanovllm;
+
+namespace {
+
+// Random groups: codes 0..15, f16 scales, zeros (8 for symmetric), g_idx k / group or shuffled.
+Int4Groups random_groups(int64_t N, int64_t K, int64_t group, bool sym, bool shuffle, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.N = N, w.K = K, w.G = K / group;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.zeros = Tensor::empty({N, w.G}, DType::U8);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(rng() % 16);
+  for (int64_t i = 0; i < N * w.G; ++i) {
+    w.scales.data<float>()[i] = f16_to_f32(f32_to_f16(std::ldexp(float(1 + rng() % 2047), -int(14 + rng() % 6))));
+    w.zeros.data<uint8_t>()[i] = sym ? 8 : uint8_t(rng() % 17);
+  }
+  int32_t* g = w.g_idx.data<int32_t>();
+  for (int64_t k = 0; k < K; ++k) g[k] = int32_t(k / group);
+  if (shuffle) std::shuffle(g, g + K, rng);
+  return w;
+}
+
+float reference(const Int4Groups& w, int64_t n, int64_t k) {
+  const int64_t g = w.g_idx.data<int32_t>()[k];
+  return w.scales.data<float>()[n * w.G + g] *
+         float(int(w.q.data<uint8_t>()[n * w.K + k]) - int(w.zeros.data<uint8_t>()[n * w.G + g]));
+}
+
+// Max |repacked - reference| over the weight, in units of the group scale; counts exact rows.
+double compare(const Int4Groups& w, const QuantizedWeight& q, int64_t* exact_rows) {
+  std::vector<float> row(size_t(w.K));
+  double worst = 0;
+  *exact_rows = 0;
+  for (int64_t n = 0; n < w.N; ++n) {
+    cpu::dequantize_row_inputs(q, n, row.data());
+    bool exact = true;
+    for (int64_t k = 0; k < w.K; ++k) {
+      const float r = reference(w, n, k);
+      exact = exact && row[size_t(k)] == r;
+      const float s = w.scales.data<float>()[n * w.G + w.g_idx.data<int32_t>()[k]];
+      worst = std::max(worst, double(std::fabs(row[size_t(k)] - r)) / s);
+    }
+    *exact_rows += exact;
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST(PackInt4, SymmetricIsBitIdentical) {
+  ThreadPool pool(2);
+  for (int64_t group : {32, 64, 128, 256})
+    for (bool shuffle : {false, true}) {
+      SCOPED_TRACE(std::to_string(group) + (shuffle ? " act-order" : ""));
+      const Int4Groups w = random_groups(40, 256, group, true, shuffle, uint32_t(group));
+      const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+      EXPECT_FALSE(q.scheme.zero_points);
+      EXPECT_EQ(q.scheme.group, group >= 64 ? 64 : 32);
+      EXPECT_EQ(q.act_index.defined(), shuffle && group < 256);  // one group: any order is its order
+      int64_t exact = 0;
+      EXPECT_EQ(compare(w, q, &exact), 0.0);
+      EXPECT_EQ(exact, w.N);
+    }
+}
+
+TEST(PackInt4, ZeroPointsWithinTheF16MinBound) {
+  ThreadPool pool(2);
+  for (bool shuffle : {false, true}) {
+    const Int4Groups w = random_groups(48, 256, 128, false, shuffle, 11);
+    const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+    EXPECT_TRUE(q.scheme.zero_points);
+    int64_t exact = 0;
+    const double worst = compare(w, q, &exact);
+    // min = f16(-scale * zero): |error| <= 2^-11 * scale * zero <= scale / 128 (zero <= 16).
+    EXPECT_LE(worst, 1.0 / 128);
+    EXPECT_GT(worst, 0.0);  // random scales need more than 11 bits for scale * zero
+  }
+  // Zeros that are powers of two (and 0) need no rounding: exact.
+  Int4Groups w = random_groups(16, 64, 32, false, false, 12);
+  for (int64_t i = 0; i < w.N * w.G; ++i) w.zeros.data<uint8_t>()[i] = uint8_t(1 << (i % 5)) % 17;
+  int64_t exact = 0;
+  EXPECT_EQ(compare(w, cpu::pack_int4_groups(w, pool), &exact), 0.0);
+  EXPECT_EQ(exact, w.N);
+}
+
+TEST(PackInt4, CutGroupsArePaddedAndExact) {
+  ThreadPool pool(2);
+  // A tensor-parallel half of an act-order weight: each group keeps a random subset of its columns.
+  const Int4Groups full = random_groups(32, 256, 128, true, true, 21);
+  Int4Groups half = full;
+  half.K = 128;
+  half.q = Tensor::empty({full.N, 128}, DType::U8);
+  half.g_idx = Tensor::empty({128}, DType::I32);
+  for (int64_t n = 0; n < full.N; ++n)
+    for (int64_t k = 0; k < 128; ++k) half.q.data<uint8_t>()[n * 128 + k] = full.q.data<uint8_t>()[n * 256 + 128 + k];
+  for (int64_t k = 0; k < 128; ++k) half.g_idx.data<int32_t>()[k] = full.g_idx.data<int32_t>()[128 + k];
+  const QuantizedWeight q = cpu::pack_int4_groups(half, pool);
+  ASSERT_TRUE(q.act_index.defined());
+  EXPECT_EQ(q.in_features, 128);
+  EXPECT_GT(q.K, 128);  // the two cut groups are padded to whole 32-column groups
+  EXPECT_EQ(q.K % 32, 0);
+  int64_t exact = 0;
+  EXPECT_EQ(compare(half, q, &exact), 0.0);
+  EXPECT_EQ(exact, half.N);
+}
+
+TEST(PackInt4, GatherEqualsPermutedInput) {
+  ThreadPool pool(2);
+  for (bool sym : {true, false}) {
+    const Int4Groups w = random_groups(24, 256, 64, sym, true, sym ? 31 : 32);
+    // The same weight with its columns sorted by group (no gather needed) ...
+    std::vector<int32_t> perm(256);
+    std::iota(perm.begin(), perm.end(), 0);
+    const int32_t* g = w.g_idx.data<int32_t>();
+    std::stable_sort(perm.begin(), perm.end(), [&](int32_t a, int32_t b) { return g[a] < g[b]; });
+    Int4Groups sorted = w;
+    sorted.q = Tensor::empty({w.N, w.K}, DType::U8);
+    sorted.g_idx = Tensor::empty({w.K}, DType::I32);
+    for (int64_t k = 0; k < w.K; ++k) {
+      sorted.g_idx.data<int32_t>()[k] = g[perm[size_t(k)]];
+      for (int64_t n = 0; n < w.N; ++n)
+        sorted.q.data<uint8_t>()[n * w.K + k] = w.q.data<uint8_t>()[n * w.K + perm[size_t(k)]];
+    }
+    const QuantizedWeight qa = cpu::pack_int4_groups(w, pool), qb = cpu::pack_int4_groups(sorted, pool);
+    ASSERT_TRUE(qa.act_index.defined());
+    ASSERT_FALSE(qb.act_index.defined());
+    // ... multiplied with the input permuted the same way gives bitwise the same outputs.
+    const int64_t M = 5;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> nd;
+    Tensor x = Tensor::empty({M, w.K}, DType::F32), xp = Tensor::empty({M, w.K}, DType::F32);
+    for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < w.K; ++k) xp.data<float>()[m * w.K + k] = x.data<float>()[m * w.K + perm[size_t(k)]];
+    Tensor ya = Tensor::empty({M, w.N}, DType::F32), yb = Tensor::empty({M, w.N}, DType::F32);
+    cpu::quantized_linear(x, qa, nullptr, ya, pool);
+    cpu::quantized_linear(xp, qb, nullptr, yb, pool);
+    for (int64_t i = 0; i < M * w.N; ++i) ASSERT_EQ(ya.data<float>()[i], yb.data<float>()[i]) << sym << " " << i;
+  }
+}
+
+TEST(PackInt4, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  Int4Groups w = random_groups(16, 64, 32, true, false, 41);
+  w.g_idx.data<int32_t>()[5] = 2;
+  EXPECT_THROW(cpu::pack_int4_groups(w, pool), Error);
+  Int4Groups big = random_groups(16, 64, 32, false, false, 42);
+  big.scales.data<float>()[0] = 60000.f;
+  big.zeros.data<uint8_t>()[0] = 15;
+  EXPECT_THROW(cpu::pack_int4_groups(big, pool), Error);
+}

@@ -450,8 +450,9 @@ def case_priority_scheduling(tmp, model):
                 done.append((name, st))
 
         # Each request joins once the previous one is seen in its state (running, then waiting):
-        # the long one needs >= 60 steps of >= 10 ms, so it still runs when the others queue.
-        long = threading.Thread(target=client, args=("long", 0, 60))
+        # the long one needs >= 400 steps of >= 10 ms (>= 4 s, so it still runs when the others
+        # queue, even on a busy machine), and both others must be seen waiting before it ends.
+        long = threading.Thread(target=client, args=("long", 0, 400))
         long.start()
         srv.wait_metrics(lambda m: m["nanovllm_num_requests_running"] == 1, "the long request running")
         low = threading.Thread(target=client, args=("low", 5, 4))
@@ -459,6 +460,9 @@ def case_priority_scheduling(tmp, model):
         srv.wait_metrics(lambda m: m["nanovllm_num_requests_waiting"] == 1, "the priority-5 request waiting")
         high = threading.Thread(target=client, args=("high", 0, 4))
         high.start()
+        m = srv.wait_metrics(lambda m: m["nanovllm_num_requests_waiting"] == 2 or
+                             m["nanovllm_num_requests_running"] == 0, "both short requests waiting")
+        check(m["nanovllm_num_requests_waiting"] == 2, "the long request ended before both others queued")
         for t in (long, low, high):
             t.join(60)
         check([n for n, _ in done] == ["long", "high", "low"] and all(st == 200 for _, st in done),

@@ -26,7 +26,8 @@
 #   attention kernels: NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2), decode_step (step wall time, graphs vs eager),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), eager_vs_graph, engine_e2e_cuda (the engine
-#   tests on --device cuda), hf_bench (transformers' continuous batching on the same workload:
+#   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), hf_bench
+#   (transformers' continuous batching on the same workload:
 #   it gets what is left of the budget), tp_cuda (whether tensor parallelism could run on CUDA
 #   here: NCCL linked, GPU count). The CPU unit tests are not run here: CI runs them.
 #
@@ -181,6 +182,12 @@ need hf_compare "$NV" "$BIG/config.json" &&
   step hf_compare 180 "$PY" "$T/hf_compare.py" "$NV" --json-out "$LOGDIR/hf_compare.json" "${HF_MODELS[@]}"
 need eager_vs_graph "$NV" "$BIG/config.json" &&
   step eager_vs_graph 120 "$PY" "$T/eager_vs_graph.py" "$NV" --json-out "$LOGDIR/eager_vs_graph.json" "$BIG"
+# docs/determinism.md on CUDA: same-config reruns must repeat; batch layout, batch 1 and chunked
+# prefill are measured (identical sequences, largest logprob difference).
+DET_MODELS=("$SMALL")
+[ -f "$STORIES/config.json" ] && DET_MODELS=("$STORIES" "${DET_MODELS[@]}")
+need determinism "$NV" "$SMALL/config.json" &&
+  step determinism 90 "$PY" "$T/determinism.py" "$NV" --json-out "$LOGDIR/determinism.json" "${DET_MODELS[@]}"
 need engine_e2e_cuda "$BUILD/tests/test_engine_e2e" &&
   step engine_e2e_cuda 120 env NANOVLLM_TEST_DEVICE=cuda "$BUILD/tests/test_engine_e2e"
 

@@ -354,6 +354,26 @@ class CliSelfTest(unittest.TestCase):
         self.assertTrue(all(s["tokens"] == 32 for s in r["greedy"]["sequences"]))
 
 
+    def test_determinism_script_on_cpu(self):
+        """determinism.py with the CPU backend: every variant (reversed batch, alone, chunked
+        mixed) equals the batch bitwise, as docs/determinism.md promises there for bf16 weights
+        (f32 weights in steps above 64 rows go to BLAS and are outside the contract)."""
+        nv = os.environ.get("NANOVLLM_BIN", "")
+        data = os.environ.get("NANOVLLM_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+        model = os.path.join(data, "models", "stories260K-hf-bf16")
+        if not os.access(nv, os.X_OK) or not os.path.exists(os.path.join(model, "config.json")):
+            self.skipTest("needs NANOVLLM_BIN and ../shared/data (run through ctest)")
+        import determinism
+        r = determinism.check_model(nv, model, "cpu", expect_invariant=True)
+        self.assertTrue(r["ok"], r)
+        self.assertEqual(r["reversed"]["sequences"], 8)
+        self.assertEqual(r["alone"]["sequences"], 2)
+        # and the comparison can fail: a changed logprob or token is seen
+        base = {0: ([1, 2, 3], [-0.5, -0.25, -1.0])}
+        self.assertEqual(determinism.diff(base, {0: ([1, 2, 4], [-0.5, -0.25, -1.0])})["first_diff"], 2)
+        self.assertGreater(determinism.diff(base, {0: ([1, 2, 3], [-0.5, -0.3, -1.0])})["max_logprob_diff"], 0)
+
+
 class CpuVsCudaGate(unittest.TestCase):
     """Only stories260K-like (real-weight) models decide cpu_vs_cuda; random ones are figures."""
 

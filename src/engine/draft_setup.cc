@@ -66,20 +66,21 @@ DraftPlan plan_draft_model(const ResolvedConfig& target, const ModelConfig& targ
 
 std::unique_ptr<DraftModelProposer> make_draft_proposer(const ResolvedConfig& target,
                                                         const DraftPlan& plan, int num_blocks) {
-  ResolvedConfig d = target;
-  Config& s = d.spec;
+  // The target's options for the draft's own model, resolved afresh: `auto` settles per model
+  // (a GGUF or GPTQ draft gets its own quantization), on the target's device and thread count.
+  Config s = target.spec;
   s.model = s.draft_model;
   s.draft_model.clear();
   s.speculative = "none";
-  d.speculative = SpeculativeMethod::kNone;
+  s.device = device_name(target.device);
+  s.num_threads = target.num_threads;
   s.tensor_parallel_size = 1;  // the draft runs whole on rank 0
   s.dist_init_addr.clear();
   s.trace_path.clear();
   s.trace_requests = false;
   s.num_kvcache_blocks = num_blocks;
   s.max_model_len = plan.max_len;
-  d.kv_extra_block_bytes = 0;
-  d.kv_reserved_device_bytes = 0;
+  const ResolvedConfig d = resolve(s);
   DraftProposerOptions o;
   o.block_size = s.kvcache_block_size;
   o.max_num_batched_tokens = s.max_num_batched_tokens;

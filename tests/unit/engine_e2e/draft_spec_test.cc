@@ -24,23 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Another tiny Qwen3 (seed 8): same vocabulary and tokenizer as random_tiny_model(), other weights.
-const std::string& other_tiny_model() {
-  static std::string dir = [] {
-    std::string d = std::string(NANOVLLM_BINARY_DIR) + "/test-models/qwen3-tiny-f32-seed8";
-    if (!fs::exists(d + "/config.json")) {
-      MakeModelOptions o;
-      o.preset = "tiny";
-      o.dtype = DType::F32;
-      o.seed = 8;
-      o.out_dir = d;
-      make_random_model(o);
-    }
-    return d;
-  }();
-  return dir;
-}
-
 Config with_draft(Config c, const std::string& draft, int k = 4, bool fixed = true) {
   c = with_spec(c, k, fixed);
   c.speculative = "draft";
@@ -113,7 +96,7 @@ TEST(DraftSpec, OtherModelDraftKeepsOutputs) {
   }
   const SpecRun ref = generate(spec_base(), prompts, params);
   for (int k : {2, 7}) {
-    const SpecRun got = generate(with_draft(spec_base(), other_tiny_model(), k), prompts, params);
+    const SpecRun got = generate(with_draft(spec_base(), random_tiny_model(8), k), prompts, params);
     expect_identical(ref, got, "other draft K=" + std::to_string(k));
     EXPECT_GT(got.stats.spec_draft_tokens, 0);
     EXPECT_LT(got.stats.spec_accepted_tokens, got.stats.spec_draft_tokens) << "no draft rejected";
@@ -141,7 +124,7 @@ TEST(DraftSpec, PreemptionAndForksKeepOutputs) {
   sp.ignore_eos = true;
   const auto few = repeating_prompts(3, 14);
   expect_identical(generate(spec_base(), few, {sp}),
-                   generate(with_draft(spec_base(), other_tiny_model(), 3), few, {sp}), "n=2");
+                   generate(with_draft(spec_base(), random_tiny_model(8), 3), few, {sp}), "n=2");
 }
 
 // Adaptive K with a draft model: the controller times the draft's forwards into beta; outputs

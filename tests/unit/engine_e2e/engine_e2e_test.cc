@@ -31,7 +31,7 @@ namespace {
 std::string stories_dir() { return std::string(NANOVLLM_SHARED_DATA) + "/models/stories260K-hf"; }
 bool have_stories() { return fs::exists(stories_dir() + "/config.json"); }
 
-const std::string& random_model() { return random_tiny_model(); }
+std::string random_model() { return random_tiny_model(); }
 
 // The CPU backend unless NANOVLLM_TEST_DEVICE says otherwise (scripts/gpu-check.sh runs this
 // binary once more with "cuda"): never "auto", so a unit run on a GPU machine stays on the CPU.

@@ -17,7 +17,7 @@ using namespace nanovllm;
 
 namespace {
 
-const std::string& tiny_model() { return random_tiny_model(); }
+std::string tiny_model() { return random_tiny_model(); }
 
 // A backend whose ops are never called: it only offers (or not) a graph executor.
 class FakeGraphExecutor final : public StepExecutor {

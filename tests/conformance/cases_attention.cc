@@ -288,6 +288,11 @@ void add_attention_cases(std::vector<Case>& out) {
   // sees none of the last chunk's keys), and a context of exactly one chunk and one past it.
   add(out, "few_rows_across_key_chunks", {{{510, 3}, {1020, 4}}, 4, 2, 128, 16});
   add(out, "decode_key_chunk_edges", {decode_seqs({512, 513, 1024, 1025}), 8, 1, 128, 16, true});
+  // Speculative decoding's verification step: decodes (1 row) beside sequences verifying K
+  // drafts (1 + K rows after a cached context), across block boundaries, as both backends run
+  // it (CUDA: the prefill kernel path, since the step has rows > 1 per sequence).
+  add(out, "spec_verify", {{{40, 1}, {59, 5}, {64, 8}, {300, 1}, {15, 2}, {127, 17}}, 8, 2, 128, 16});
+  add(out, "spec_verify", {{{250, 8}, {511, 2}, {3, 1}}, 16, 8, 128, 256});
   // Prefill kernel on decode-shaped sequences (a non-decode batch of one-token sequences).
   add(out, "prefill_kernel_on_decode_shapes", {decode_seqs({1, 77, 4000}), 8, 2, 128, 16});
 

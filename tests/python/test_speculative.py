@@ -1,8 +1,8 @@
-"""Speculative decoding through Python: LLM(speculative="ngram", ...) generates what LLM() does,
+"""Speculative decoding through Python: LLM(speculative="ngram" | "draft", ...) generates what LLM() does,
 stats() and step stats report the drafts, bad options are ValueErrors naming the option."""
 import pytest
 
-from nanovllm import LLM, SamplingParams
+from nanovllm import LLM, NanoVLLMError, SamplingParams
 
 KW = dict(num_kvcache_blocks=64, kvcache_block_size=16, max_model_len=256, max_num_batched_tokens=512)
 PROMPTS = [[5, 6, 7, 8, 5, 6, 7, 8, 5, 6], [100, 200, 300, 100, 200], [42] * 6]
@@ -27,7 +27,28 @@ def test_ngram_is_exact_and_counted(tiny_model):
     assert spec.config.speculative == "ngram" and spec.config.speculative_max_batch >= 1
 
 
+def test_draft_model_is_exact_and_counted(tiny_model):
+    """speculative="draft": the model drafting for itself has its greedy drafts accepted; TP = 2
+    runs the draft whole on rank 0. Sampled output equals plain output too."""
+    greedy = SamplingParams(temperature=0, max_tokens=24, ignore_eos=True)
+    sampled = SamplingParams(temperature=0.8, seed=5, max_tokens=24, ignore_eos=True)
+    plain = LLM(tiny_model, **KW)
+    draft = LLM(tiny_model, speculative="draft", draft_model=tiny_model, speculative_fixed_k=True, **KW)
+    for sp in (greedy, sampled):
+        assert ([o["token_ids"] for o in draft.generate(PROMPTS, sp, use_tqdm=False)] ==
+                [o["token_ids"] for o in plain.generate(PROMPTS, sp, use_tqdm=False)])
+    s = draft.stats()
+    assert s.spec_draft_tokens > 0 and s.spec_accepted_tokens > 0.5 * s.spec_draft_tokens
+    assert draft.config.speculative == "draft" and draft.config.draft_model == tiny_model
+    tp = LLM(tiny_model, tensor_parallel_size=2, num_threads=1, speculative="draft", draft_model=tiny_model,
+             speculative_fixed_k=True, **KW)
+    assert ([o["token_ids"] for o in tp.generate(PROMPTS, greedy, use_tqdm=False)] ==
+            [o["token_ids"] for o in plain.generate(PROMPTS, greedy, use_tqdm=False)])
+    assert tp.stats().spec_accepted_tokens > 0
+
+
 @pytest.mark.parametrize("kwargs,match", [
+    (dict(speculative="draft"), r"needs draft_model"),
     (dict(speculative="eagle"), r"speculative must be"),
     (dict(speculative="ngram", num_speculative_tokens=0), r"num_speculative_tokens must be in \[1, 16\]"),
     (dict(speculative="ngram", ngram_min=5, ngram_max=2), r"ngram_min \(5\) must be <= ngram_max \(2\)"),
@@ -35,6 +56,11 @@ def test_ngram_is_exact_and_counted(tiny_model):
 def test_bad_options(tiny_model, kwargs, match):
     with pytest.raises(ValueError, match=match):
         LLM(tiny_model, **KW, **kwargs)
+
+
+def test_missing_draft_model_is_an_engine_error(tiny_model):
+    with pytest.raises(NanoVLLMError, match=r"--draft-model: model directory '/nonexistent' does not exist"):
+        LLM(tiny_model, speculative="draft", draft_model="/nonexistent", **KW)
 
 
 def test_tensor_parallel_speculation(tiny_model):

@@ -13,7 +13,6 @@
 // machine shared with other work, descheduled time then does not count; exact with one thread,
 // where the pool runs on the caller; with more it also counts the pool's spinning).
 #include <sys/mman.h>
-
 #include <time.h>
 
 #include <algorithm>
@@ -78,24 +77,27 @@ DType kv_type(const std::string& s) {
 void fill(Tensor& t, int D, ThreadPool& pool) {
   const int64_t rows = t.size(0) * t.size(1), row = t.size(2);
   const DType dt = t.dtype();
-  pool.parallel_for(rows, [&](int64_t a, int64_t b) {
-    uint32_t x = uint32_t(a * 2654435761u + 1);
-    auto next = [&] { return x = x * 1664525u + 1013904223u; };
-    for (int64_t r = a; r < b; ++r) {
-      if (dt == DType::F32) {
-        float* p = t.data<float>() + r * row;
-        for (int d = 0; d < D; ++d) p[d] = float(int32_t(next())) * 4.6566e-10f;
-      } else if (dt == DType::BF16) {
-        uint16_t* p = t.data<uint16_t>() + r * row;
-        for (int d = 0; d < D; ++d) p[d] = f32_to_bf16(float(int32_t(next())) * 4.6566e-10f);
-      } else {
-        int8_t* p = t.data<int8_t>() + r * row;
-        for (int d = 0; d < D; ++d) p[d] = int8_t(int(next() >> 24) % 255 - 127);
-        const float s = 1.f / 127.f;
-        std::memcpy(p + D, &s, 4);
-      }
-    }
-  }, 1024);
+  pool.parallel_for(
+      rows,
+      [&](int64_t a, int64_t b) {
+        uint32_t x = uint32_t(a * 2654435761u + 1);
+        auto next = [&] { return x = x * 1664525u + 1013904223u; };
+        for (int64_t r = a; r < b; ++r) {
+          if (dt == DType::F32) {
+            float* p = t.data<float>() + r * row;
+            for (int d = 0; d < D; ++d) p[d] = float(int32_t(next())) * 4.6566e-10f;
+          } else if (dt == DType::BF16) {
+            uint16_t* p = t.data<uint16_t>() + r * row;
+            for (int d = 0; d < D; ++d) p[d] = f32_to_bf16(float(int32_t(next())) * 4.6566e-10f);
+          } else {
+            int8_t* p = t.data<int8_t>() + r * row;
+            for (int d = 0; d < D; ++d) p[d] = int8_t(int(next() >> 24) % 255 - 127);
+            const float s = 1.f / 127.f;
+            std::memcpy(p + D, &s, 4);
+          }
+        }
+      },
+      1024);
 }
 
 double now(bool cpu_time, int threads) {
@@ -107,18 +109,23 @@ double now(bool cpu_time, int threads) {
 
 double read_bandwidth(ThreadPool& pool, bool cpu_time) {
   const int64_t n = (int64_t(1) << 30) / 4;
-  void* map = mmap(nullptr, size_t(n) * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* map =
+      mmap(nullptr, size_t(n) * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED) return 0;
   madvise(map, size_t(n) * 4, MADV_HUGEPAGE);
   float* buf = static_cast<float*>(map);
-  pool.parallel_for(n, [&](int64_t a, int64_t b) { std::fill(buf + a, buf + b, 1.f); }, 1 << 16);
+  pool.parallel_for(
+      n, [&](int64_t a, int64_t b) { std::fill(buf + a, buf + b, 1.f); }, 1 << 16);
   std::vector<float> sink(size_t(pool.size()));
   double best = 1e30;
   for (int r = 0; r < 5; ++r) {
     const double t0 = now(cpu_time, pool.size());
-    pool.parallel_for(n, [&](int64_t a, int64_t b) {
-      sink[size_t(a * pool.size() / n)] += bench::read_sum(buf + a, b - a);
-    }, 1 << 16);
+    pool.parallel_for(
+        n,
+        [&](int64_t a, int64_t b) {
+          sink[size_t(a * pool.size() / n)] += bench::read_sum(buf + a, b - a);
+        },
+        1 << 16);
     best = std::min(best, now(cpu_time, pool.size()) - t0);
   }
   munmap(map, size_t(n) * 4);
@@ -136,18 +143,36 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
-    if (a == "--json") { json = true; continue; }
-    if (a == "--cpu-time") { cpu_time = true; continue; }
-    if (a == "--batch") batches = int_list(v);
-    else if (a == "--context") contexts = int_list(v);
-    else if (a == "--kv") kvs = str_list(v);
-    else if (a == "--hq") Hq = std::atoi(v);
-    else if (a == "--hkv") Hkv = std::atoi(v);
-    else if (a == "--head-dim") D = std::atoi(v);
-    else if (a == "--block-size") bs = std::atoi(v);
-    else if (a == "--reps") reps = std::atoi(v);
-    else if (a == "--max-gib") max_gib = std::atof(v);
-    else { std::fprintf(stderr, "error: unknown argument '%s' (see the file's header)\n", a.c_str()); return 1; }
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
+    if (a == "--cpu-time") {
+      cpu_time = true;
+      continue;
+    }
+    if (a == "--batch")
+      batches = int_list(v);
+    else if (a == "--context")
+      contexts = int_list(v);
+    else if (a == "--kv")
+      kvs = str_list(v);
+    else if (a == "--hq")
+      Hq = std::atoi(v);
+    else if (a == "--hkv")
+      Hkv = std::atoi(v);
+    else if (a == "--head-dim")
+      D = std::atoi(v);
+    else if (a == "--block-size")
+      bs = std::atoi(v);
+    else if (a == "--reps")
+      reps = std::atoi(v);
+    else if (a == "--max-gib")
+      max_gib = std::atof(v);
+    else {
+      std::fprintf(stderr, "error: unknown argument '%s' (see the file's header)\n", a.c_str());
+      return 1;
+    }
     ++i;
   }
   ThreadPool pool(backend_options_from_env().num_threads);
@@ -161,7 +186,9 @@ int main(int argc, char** argv) {
     std::printf("threads %d, %s, read bandwidth %.1f GB/s (%s clock); Hq %d Hkv %d D %d block %d\n",
                 pool.size(), cpu_features().summary().c_str(), bw, cpu_time ? "cpu" : "wall", Hq,
                 Hkv, D, bs);
-  if (!json) std::printf("%-5s %4s %6s %10s %10s %9s %7s\n", "kv", "B", "L", "best ms", "median ms", "GB/s", "% read");
+  if (!json)
+    std::printf("%-5s %4s %6s %10s %10s %9s %7s\n", "kv", "B", "L", "best ms", "median ms", "GB/s",
+                "% read");
   const int W = (Hq + 2 * Hkv) * D;
   std::mt19937 rng(0);
   for (const std::string& kvname : kvs) {
@@ -180,10 +207,12 @@ int main(int argc, char** argv) {
         std::vector<int32_t> ids(static_cast<size_t>(nblocks));
         std::iota(ids.begin(), ids.end(), 0);
         std::shuffle(ids.begin(), ids.end(), rng);
-        std::vector<int32_t> cu(size_t(B) + 1), ctx(size_t(B), L), slot(size_t(B), -1), pos(size_t(B), L - 1);
+        std::vector<int32_t> cu(size_t(B) + 1), ctx(size_t(B), L), slot(size_t(B), -1),
+            pos(size_t(B), L - 1);
         std::iota(cu.begin(), cu.end(), 0);
         Tensor qkv = Tensor::empty({B, W}, DType::F32);
-        for (int64_t i = 0; i < qkv.numel(); ++i) qkv.data<float>()[i] = float(int(rng() % 2001) - 1000) * 1e-3f;
+        for (int64_t i = 0; i < qkv.numel(); ++i)
+          qkv.data<float>()[i] = float(int(rng() % 2001) - 1000) * 1e-3f;
         Tensor o = Tensor::empty({B, Hq * D}, DType::F32);
         BatchTensors bt;
         bt.cu_seqlens_q = Tensor::wrap(cu.data(), {B + 1}, DType::I32);
@@ -210,11 +239,16 @@ int main(int argc, char** argv) {
         const double bytes = 2.0 * double(B) * L * Hkv * row * dtype_size(dt);
         const double gbs = bytes / median / 1e9;
         if (json) {
-          out["runs"].push_back({{"kv", kvname}, {"batch", B}, {"context", L}, {"best_ms", best * 1e3},
-                                 {"median_ms", median * 1e3}, {"gb_s", gbs}, {"pct_read_bw", 100 * gbs / bw}});
+          out["runs"].push_back({{"kv", kvname},
+                                 {"batch", B},
+                                 {"context", L},
+                                 {"best_ms", best * 1e3},
+                                 {"median_ms", median * 1e3},
+                                 {"gb_s", gbs},
+                                 {"pct_read_bw", 100 * gbs / bw}});
         } else {
-          std::printf("%-5s %4d %6d %10.3f %10.3f %9.1f %6.0f%%\n", kvname.c_str(), B, L, best * 1e3,
-                      median * 1e3, gbs, 100 * gbs / bw);
+          std::printf("%-5s %4d %6d %10.3f %10.3f %9.1f %6.0f%%\n", kvname.c_str(), B, L,
+                      best * 1e3, median * 1e3, gbs, 100 * gbs / bw);
           std::fflush(stdout);
         }
       }

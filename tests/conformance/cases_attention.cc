@@ -235,8 +235,10 @@ void attention_case(Harness& hx, const AttnSpec& s) {
     k = dequantize(kc.bytes, D);
     v = dequantize(vc.bytes, D);
   } else {
-    EXPECT_EQ(rel_err(hx.download(kc.t), std::vector<double>(k.begin(), k.end())), 0.0) << "k_cache";
-    EXPECT_EQ(rel_err(hx.download(vc.t), std::vector<double>(v.begin(), v.end())), 0.0) << "v_cache";
+    EXPECT_EQ(rel_err(hx.download(kc.t), std::vector<double>(k.begin(), k.end())), 0.0)
+        << "k_cache";
+    EXPECT_EQ(rel_err(hx.download(vc.t), std::vector<double>(v.begin(), v.end())), 0.0)
+        << "v_cache";
   }
 
   const std::vector<double> want = reference(hb, qkv.host, k, v, ap, num_blocks);
@@ -256,10 +258,12 @@ void attention_case(Harness& hx, const AttnSpec& s) {
   EXPECT_LE(rel_err(got_rows, want_rows), tolerance(hx.act(), Tol::kAttention));
 }
 
+std::string kv_tag(DType dt) { return dt == kKvCacheInt8 ? "int8" : dt_tag(dt); }
+
 std::string tag(const AttnSpec& s) {
   return "_hq" + std::to_string(s.Hq) + "_hkv" + std::to_string(s.Hkv) + "_d" +
          std::to_string(s.D) + "_bs" + std::to_string(s.bs) +
-         (s.kv_dtype ? "_kv" + std::string(*s.kv_dtype == kKvCacheInt8 ? "int8" : dt_tag(*s.kv_dtype)) : "") +
+         (s.kv_dtype ? "_kv" + kv_tag(*s.kv_dtype) : "") +
          (s.window ? "_w" + std::to_string(s.window) : "");
 }
 

@@ -23,7 +23,8 @@ void put_rows(const float* src, uint16_t* dst, int Hkv, int D) {
   f32_to_bf16_row(src, dst, int64_t(Hkv) * D);
 }
 void put_rows(const float* src, int8_t* dst, int Hkv, int D) {
-  for (int h = 0; h < Hkv; ++h) quantize_kv_row(src + int64_t(h) * D, D, dst + int64_t(h) * (D + kKvInt8ScaleBytes));
+  for (int h = 0; h < Hkv; ++h)
+    quantize_kv_row(src + int64_t(h) * D, D, dst + int64_t(h) * (D + kKvInt8ScaleBytes));
 }
 
 // A K or V row as f32 (the per-key fallback loop reads f32 rows).
@@ -61,7 +62,8 @@ void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, 
 void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
               const AttentionParams& p) {
   if (k_cache.dtype() == DType::BF16) store_kv_t<uint16_t>(qkv, slot_mapping, k_cache, v_cache, p);
-  else if (k_cache.dtype() == kKvCacheInt8) store_kv_t<int8_t>(qkv, slot_mapping, k_cache, v_cache, p);
+  else if (k_cache.dtype() == kKvCacheInt8)
+    store_kv_t<int8_t>(qkv, slot_mapping, k_cache, v_cache, p);
   else store_kv_t<float>(qkv, slot_mapping, k_cache, v_cache, p);
 }
 

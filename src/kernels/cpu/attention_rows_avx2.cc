@@ -53,8 +53,10 @@ NV_TARGET_AVX2 inline __m256 load8_kv(const int8_t* p) {
 }
 template <class KV>
 inline float row_scale(const KV* row, int D) {
-  if constexpr (std::is_same_v<KV, int8_t>) return kv_int8_scale(row, D);
-  else return 1.f;
+  if constexpr (std::is_same_v<KV, int8_t>)
+    return kv_int8_scale(row, D);
+  else
+    return 1.f;
 }
 
 // 2^x for x <= 0 (x = n + f, f in [-0.5, 0.5], the AVX-512 kernel's degree-7 polynomial; below
@@ -71,7 +73,8 @@ NV_TARGET_AVX2 inline __m256 exp2_256(__m256 x) {
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.4022650696e-1f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.9314718056e-1f));
   p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -197,7 +200,7 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     sc.kv_off[size_t(j - klo)] = slot * t.kv_stride + int64_t(t.h) * t.row;
   }
   auto off = [&](int j) { return sc.kv_off[size_t(j - klo)]; };  // j in [klo, khi)
-  const int span = nh * t.row * int(sizeof(KV));  // bytes of one key's rows in the item
+  const int span = nh * t.row * int(sizeof(KV));         // bytes of one key's rows in the item
   const int ahead = std::max(4, kPrefetchBytes / span);  // keys
   // Every cache line of key j's K rows in the item, into L1 for pass 1 (the next block's rows
   // too: the offsets come through the block table).
@@ -258,7 +261,8 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
       for (int i = va; i < vb; i += 8) {
         if (i + 8 <= xa || i >= xb) continue;
         const __m256 m = lane_mask(xa - i, xb - i);
-        mx = _mm256_max_ps(mx, _mm256_blendv_ps(_mm256_set1_ps(kNegInf), _mm256_loadu_ps(sr + i), m));
+        mx = _mm256_max_ps(mx,
+                           _mm256_blendv_ps(_mm256_set1_ps(kNegInf), _mm256_loadu_ps(sr + i), m));
       }
       alignas(32) float mlanes[8];
       _mm256_store_ps(mlanes, mx);
@@ -308,7 +312,8 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
             const int r = rb + i;
             if (!first) in[i] = &sc.acc[size_t(r) * D + d0], a[i] = sc.alpha[size_t(r)];
             if (last) {
-              dst[i] = t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
+              dst[i] =
+                  t.out + (t.tok0 + row_query(r)) * t.out_stride + int64_t(row_qhead(r)) * D + d0;
               mul[i] = sc.lrun[size_t(r)] > 0.f ? 1.f / sc.lrun[size_t(r)] : 0.f;
             } else {
               dst[i] = &sc.acc[size_t(r) * D + d0];
@@ -318,10 +323,10 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
           const float* p1 = nr > 1 ? p0 + stride : nullptr;
           const int64_t* koff = &sc.kv_off[size_t(ka - klo)];
           switch (nv) {
-#define NV_PV(N)                                                                                 \
-  case N:                                                                                        \
-    pv_rows<N>(t.v_cache, koff, hoff + d0, kb - ka, p0, p1, in[0], in[1], a[0], a[1], dst[0],    \
-               dst[1], mul[0], mul[1]);                                                          \
+#define NV_PV(N)                                                                              \
+  case N:                                                                                     \
+    pv_rows<N>(t.v_cache, koff, hoff + d0, kb - ka, p0, p1, in[0], in[1], a[0], a[1], dst[0], \
+               dst[1], mul[0], mul[1]);                                                       \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4)
 #undef NV_PV

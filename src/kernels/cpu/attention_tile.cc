@@ -33,7 +33,8 @@ constexpr int kLanes = 16;  // query rows per zmm
 NV_TARGET_AVX512 inline __m512 load16_kv(const float* p) { return _mm512_loadu_ps(p); }
 NV_TARGET_AVX512 inline __m512 load16_kv(const uint16_t* p) { return load16_bf16(p); }
 NV_TARGET_AVX512 inline __m512 load16_kv(const int8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 // The scale of a K/V row (f32, bf16: 1; int8: the 4 bytes after its D values).
 template <class KV>

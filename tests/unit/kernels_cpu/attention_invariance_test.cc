@@ -59,7 +59,8 @@ class Fixture {
       const int len = lens_[s];
       Tensor q = Tensor::wrap(qkv_[s].data(), {len, W}, DType::F32);
       std::vector<int32_t> slot(static_cast<size_t>(len));
-      for (int p = 0; p < len; ++p) slot[size_t(p)] = tables_[s][size_t(p / kBlock)] * kBlock + p % kBlock;
+      for (int p = 0; p < len; ++p)
+        slot[size_t(p)] = tables_[s][size_t(p / kBlock)] * kBlock + p % kBlock;
       cpu::store_kv(q, Tensor::wrap(slot.data(), {len}, DType::I32), k_, v_, params());
     }
   }
@@ -152,13 +153,16 @@ TEST_P(AttentionInvariance, RowsEqualTheirDecodeAlone) {
   f.expect_rows_alone({{2, 299, 1}, {4, 1090, 5}, {9, 249, 1}, {12, 895, 5}}, 2, "verification");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    KvTypes, AttentionInvariance,
-    ::testing::Combine(::testing::Values(DType::F32, DType::BF16, kKvCacheInt8), ::testing::Values(0, 100)),
-    [](const ::testing::TestParamInfo<std::tuple<DType, int>>& info) {
-      const DType dt = std::get<0>(info.param);
-      return std::string(dt == kKvCacheInt8 ? "int8" : dt == DType::BF16 ? "bf16" : "f32") +
-             (std::get<1>(info.param) ? "_window" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(KvTypes, AttentionInvariance,
+                         ::testing::Combine(::testing::Values(DType::F32, DType::BF16,
+                                                              kKvCacheInt8),
+                                            ::testing::Values(0, 100)),
+                         [](const ::testing::TestParamInfo<std::tuple<DType, int>>& info) {
+                           const DType dt = std::get<0>(info.param);
+                           return std::string(dt == kKvCacheInt8  ? "int8"
+                                              : dt == DType::BF16 ? "bf16"
+                                                                  : "f32") +
+                                  (std::get<1>(info.param) ? "_window" : "");
+                         });
 
 }  // namespace

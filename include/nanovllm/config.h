@@ -102,7 +102,7 @@ inline constexpr std::string_view kQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
     "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
-inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16"};
+inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16", "int8"};
 inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram", "draft"};
 
 // The field table (nanovllm/field.h), in Python's keyword order (nano-vLLM's fields first).
@@ -206,7 +206,9 @@ constexpr auto fields_of(const Config*) {
                    "--quantization value",
                    kLmHeadQuantizationChoices),
       choice_field("kv_cache_dtype", &C::kv_cache_dtype, "--kv-cache-dtype",
-                   "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16", kKvCacheDtypeChoices),
+                   "KV cache type: auto (CPU f32, CUDA bf16) | f32 | bf16 | int8 (per token and head "
+                   "scales; CPU)",
+                   kKvCacheDtypeChoices),
       field("allow_nonfinite_weights", &C::allow_nonfinite_weights, "--allow-nonfinite-weights",
             "load a checkpoint even if a weight is NaN or Inf (default: error naming the tensor)"),
       field("backend", &C::backend, "", "how the backend runs its kernels (BackendOptions)"),

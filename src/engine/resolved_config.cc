@@ -7,6 +7,7 @@
 #include "engine/model_files.h"
 #include "loader/quant_config.h"
 #include "kernels/backend_factory.h"
+#include "kernels/kv_cache_int8.h"
 #include "util/check.h"
 
 namespace nanovllm {
@@ -42,6 +43,7 @@ ResolvedConfig resolve(const Config& config) {
     r.lm_head_quantization = r.quantization;
   r.kv_cache_dtype = c.kv_cache_dtype == "auto" ? activation_dtype(r.device)
                      : c.kv_cache_dtype == "bf16" ? DType::BF16
+                     : c.kv_cache_dtype == "int8" ? kKvCacheInt8
                                                   : DType::F32;
   // One GPU per rank; on the CPU the cores are shared: cores / N threads per rank by default.
   r.num_threads = c.num_threads > 0 ? c.num_threads : c.backend.num_threads;
@@ -63,7 +65,9 @@ Config ResolvedConfig::settled() const {
   if (c.quantization == "auto")  // else as given; "gptq" / "awq": the checkpoint's int4 weights
     c.quantization = checkpoint_int4 ? checkpoint_quant : quantization.str();
   c.lm_head_quantization = lm_head_quantization.str();
-  c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16" : "f32";
+  c.kv_cache_dtype = kv_cache_dtype == DType::BF16 ? "bf16"
+                     : kv_cache_dtype == kKvCacheInt8 ? "int8"
+                                                   : "f32";
   if (c.speculative_max_batch == 0) c.speculative_max_batch = speculative_max_batch;
   return c;
 }

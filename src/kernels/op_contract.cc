@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/batch_contract.h"
+#include "kernels/kv_cache_int8.h"
 
 namespace nanovllm {
 namespace contract {
@@ -45,17 +46,20 @@ void eps_ok(float eps, const char* op) {
   NV_CHECK(std::isfinite(eps) && eps >= 0.f, op, ": eps ", eps, " must be finite and >= 0");
 }
 // The paged KV cache of one layer: [num_slots, Hkv, D], k and v alike, in qkv's dtype or (for
-// act_dtype() activations) a cache type the backend takes (CPU: a BF16 cache for F32 qkv).
+// act_dtype() activations) a cache type the backend takes (CPU: BF16, or int8 (U8 bytes) whose
+// rows carry their scale: [num_slots, Hkv, D + 4], kernels/kv_cache_int8.h).
 void kv_cache(const Backend& be, const Tensor& qkv, const Tensor& k, const Tensor& v,
               const AttentionParams& p, const char* op) {
   on_device(be, k, op, "k_cache");
   on_device(be, v, op, "v_cache");
   const bool dtype_ok = k.dtype() == qkv.dtype() ||
                         (qkv.dtype() == be.act_dtype() && be.kv_cache_dtype_supported(k.dtype()));
-  NV_CHECK(k.ndim() == 3 && k.size(1) == p.num_kv_heads && k.size(2) == p.head_dim && dtype_ok,
-           op, ": k_cache ", k.str(), " must be [num_slots, ", p.num_kv_heads, ", ", p.head_dim,
+  const int64_t width = kv_cache_row_elems(k.dtype(), p.head_dim);
+  NV_CHECK(k.ndim() == 3 && k.size(1) == p.num_kv_heads && k.size(2) == width && dtype_ok,
+           op, ": k_cache ", k.str(), " must be [num_slots, ", p.num_kv_heads, ", ", width,
            "] of qkv's dtype ", dtype_name(qkv.dtype()), " (or a KV cache type of the ",
-           be.name(), " backend)");
+           be.name(), " backend",
+           k.dtype() == kKvCacheInt8 ? "; int8 rows are D values and a 4-byte scale" : "", ")");
   same_shape_dtype(k, v, op, "v_cache");
 }
 void qkv_tensor(const Backend& be, const Tensor& qkv, const AttentionParams& p, const char* op) {

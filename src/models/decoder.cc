@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "kernels/kv_cache_int8.h"
 #include "loader/tensor_ops.h"
 #include "models/rotary.h"
 
@@ -12,8 +13,9 @@ namespace nanovllm {
 
 size_t KVCache::block_bytes(const ModelConfig& c, int block_size, DType dtype, int num_kv_heads) {
   if (num_kv_heads < 0) num_kv_heads = c.num_key_value_heads;
+  // An int8 cache's rows carry their f32 scale (kernels/kv_cache_int8.h): counted here.
   return 2ull * size_t(c.num_hidden_layers) * size_t(block_size) * size_t(num_kv_heads) *
-         size_t(c.head_dim) * dtype_size(dtype);
+         size_t(kv_cache_row_elems(dtype, c.head_dim)) * dtype_size(dtype);
 }
 
 KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int block_size,
@@ -21,13 +23,13 @@ KVCache KVCache::allocate(Backend& be, const ModelConfig& c, int num_blocks, int
   NV_CHECK_GT(num_blocks, 0, "KV cache needs at least one block");
   if (num_kv_heads < 0) num_kv_heads = c.num_key_value_heads;
   const int64_t L = c.num_hidden_layers, slots = int64_t(num_blocks) * block_size;
-  const int64_t hkv = num_kv_heads, D = c.head_dim;
+  const DType dt = dtype.value_or(be.act_dtype());
+  const int64_t hkv = num_kv_heads, D = kv_cache_row_elems(dt, c.head_dim);
   KVCache kv;
   kv.num_blocks = num_blocks;
   kv.block_size = block_size;
-  const DType dt = dtype.value_or(be.act_dtype());
-  NV_CHECK(be.kv_cache_dtype_supported(dt), "the ", be.name(), " backend has no ", dtype_name(dt),
-           " KV cache");
+  NV_CHECK(be.kv_cache_dtype_supported(dt), "the ", be.name(), " backend has no ",
+           kv_cache_dtype_name(dt), " KV cache");
   kv.storage = be.empty_kv_cache({2, L, slots, hkv, D}, dt);
   Tensor flat = kv.storage.view({2 * L, slots, hkv, D});
   for (int64_t l = 0; l < L; ++l) {

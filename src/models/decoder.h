@@ -31,6 +31,7 @@
 namespace nanovllm {
 
 // Paged KV cache: one allocation [2, L, num_blocks * block_size, Hkv, D]; k[l] / v[l] are views.
+// An int8 cache (kKvCacheInt8, U8 bytes) has rows of D + 4 (the values and their scale, kernels/kv_cache_int8.h).
 struct KVCache {
   Tensor storage;
   std::vector<Tensor> k, v;  // per layer [num_blocks * block_size, Hkv, D]

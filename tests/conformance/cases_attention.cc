@@ -9,13 +9,20 @@
 // through its block table, reading the cache as store_kv
 // left it; keys whose block is missing are skipped, rows with no key are zeros, rows of no
 // sequence must stay untouched (NaN poison).
+//
+// An int8 cache (kernels/kv_cache_int8.h) starts as quantized random rows; after store_kv its
+// bytes must equal quantize_kv_row of the step's K/V exactly, and the reference reads the
+// dequantized cache (q * scale), so the tolerance is the f32 one: the kernels' arithmetic on
+// what the cache holds. The quantization error itself is measured end to end (docs/perf.md).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <optional>
 
 #include "conformance.h"
 #include "kernels/batch_contract.h"
+#include "kernels/kv_cache_int8.h"
 
 namespace nanovllm::conformance {
 namespace {
@@ -39,6 +46,49 @@ struct AttnSpec {
   std::optional<DType> kv_dtype;
   int window = 0;  // AttentionParams::sliding_window
 };
+
+// One layer's K or V cache on the backend and its contents as f32 [slots, Hkv, D] (int8: the
+// dequantized rows; `bytes` the raw rows [slots, Hkv, D + 4]).
+struct Cache {
+  Tensor t;
+  std::vector<float> host;
+  std::vector<int8_t> bytes;
+};
+
+Cache random_cache(Harness& hx, int64_t slots, int Hkv, int D, DType dt) {
+  if (dt != kKvCacheInt8) {
+    Dev d = hx.random({slots, Hkv, D}, dt);
+    return {d.t, d.host, {}};
+  }
+  const int64_t rows = slots * Hkv, W = D + kKvInt8ScaleBytes;
+  Cache c;
+  c.bytes.resize(size_t(rows * W));
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(D));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& e : x) e = u(hx.rng());
+    quantize_kv_row(x.data(), D, &c.bytes[size_t(r * W)]);
+  }
+  Tensor h = Tensor::empty({slots, Hkv, W}, dt);
+  std::memcpy(h.raw(), c.bytes.data(), c.bytes.size());
+  c.t = hx.upload(h);
+  return c;
+}
+
+std::vector<int8_t> download_bytes(Harness& hx, const Tensor& t) {
+  Tensor h = hx.be.to_host(t);
+  std::vector<int8_t> b(h.nbytes());
+  std::memcpy(b.data(), h.raw(), b.size());
+  return b;
+}
+
+// int8 rows [rows, D + 4] -> f32 [rows, D].
+std::vector<float> dequantize(const std::vector<int8_t>& bytes, int D) {
+  const size_t W = size_t(D) + kKvInt8ScaleBytes, rows = bytes.size() / W;
+  std::vector<float> out(rows * size_t(D));
+  for (size_t r = 0; r < rows; ++r) dequantize_kv_row(&bytes[r * W], D, &out[r * size_t(D)]);
+  return out;
+}
 
 HostBatch build(const AttnSpec& s, std::mt19937& rng, int& num_blocks) {
   const int B = int(s.seqs.size()), bs = s.bs;
@@ -146,29 +196,50 @@ void attention_case(Harness& hx, const AttnSpec& s) {
   const int64_t slots = int64_t(num_blocks) * s.bs;
   const DType kvd = s.kv_dtype.value_or(hx.act());
   if (!hx.be.kv_cache_dtype_supported(kvd))
-    GTEST_SKIP() << "the " << hx.be.name() << " backend has no " << dtype_name(kvd) << " KV cache";
+    GTEST_SKIP() << "the " << hx.be.name() << " backend has no " << kv_cache_dtype_name(kvd)
+                 << " KV cache";
   auto qkv = hx.random({T, W}, hx.act(), -2.f, 2.f);
-  auto kc = hx.random({slots, Hkv, D}, kvd);
-  auto vc = hx.random({slots, Hkv, D}, kvd);
+  Cache kc = random_cache(hx, slots, Hkv, D, kvd);
+  Cache vc = random_cache(hx, slots, Hkv, D, kvd);
   BatchTensors bt = hx.be.upload_batch(hb);
   hx.be.store_kv(qkv.t, bt.slot_mapping, kc.t, vc.t, ap);
   Tensor out = hx.poisoned({T, Hq * D}, hx.act());
   hx.be.attention(qkv.t, kc.t, vc.t, bt, ap, out);
 
   // The cache after store_kv: the step's K/V at the valid slots, exact copies (rounded to the
-  // cache's type when it is another: round to nearest even).
+  // cache's type when it is another: round to nearest even; int8: quantize_kv_row's bytes).
   std::vector<float> k = kc.host, v = vc.host;
   const int KV = Hkv * D;
+  const bool int8 = kvd == kKvCacheInt8;
+  const size_t RW = size_t(D) + kKvInt8ScaleBytes;
   for (int t = 0; t < T; ++t) {
     const int64_t slot = hb.slot_mapping[size_t(t)];
     if (slot < 0 || slot >= slots) continue;
+    const float* kt = &qkv.host[size_t(t) * W + size_t(Hq) * D];
+    const float* vt = &qkv.host[size_t(t) * W + size_t(Hq + Hkv) * D];
+    if (int8) {
+      for (int h = 0; h < Hkv; ++h) {
+        quantize_kv_row(kt + h * D, D, &kc.bytes[(size_t(slot) * Hkv + h) * RW]);
+        quantize_kv_row(vt + h * D, D, &vc.bytes[(size_t(slot) * Hkv + h) * RW]);
+      }
+      continue;
+    }
     for (int e = 0; e < KV; ++e) {
-      k[size_t(slot) * KV + e] = float(round_to(kvd, qkv.host[size_t(t) * W + size_t(Hq) * D + e]));
-      v[size_t(slot) * KV + e] = float(round_to(kvd, qkv.host[size_t(t) * W + size_t(Hq + Hkv) * D + e]));
+      k[size_t(slot) * KV + e] = float(round_to(kvd, kt[e]));
+      v[size_t(slot) * KV + e] = float(round_to(kvd, vt[e]));
     }
   }
-  EXPECT_EQ(rel_err(hx.download(kc.t), std::vector<double>(k.begin(), k.end())), 0.0) << "k_cache";
-  EXPECT_EQ(rel_err(hx.download(vc.t), std::vector<double>(v.begin(), v.end())), 0.0) << "v_cache";
+  if (int8) {
+    EXPECT_TRUE(download_bytes(hx, kc.t) == kc.bytes) << "k_cache";
+    EXPECT_TRUE(download_bytes(hx, vc.t) == vc.bytes) << "v_cache";
+    k = dequantize(kc.bytes, D);
+    v = dequantize(vc.bytes, D);
+  } else {
+    EXPECT_EQ(rel_err(hx.download(kc.t), std::vector<double>(k.begin(), k.end())), 0.0)
+        << "k_cache";
+    EXPECT_EQ(rel_err(hx.download(vc.t), std::vector<double>(v.begin(), v.end())), 0.0)
+        << "v_cache";
+  }
 
   const std::vector<double> want = reference(hb, qkv.host, k, v, ap, num_blocks);
   const std::vector<float> got = hx.download(out);
@@ -187,10 +258,12 @@ void attention_case(Harness& hx, const AttnSpec& s) {
   EXPECT_LE(rel_err(got_rows, want_rows), tolerance(hx.act(), Tol::kAttention));
 }
 
+std::string kv_tag(DType dt) { return dt == kKvCacheInt8 ? "int8" : dt_tag(dt); }
+
 std::string tag(const AttnSpec& s) {
   return "_hq" + std::to_string(s.Hq) + "_hkv" + std::to_string(s.Hkv) + "_d" +
          std::to_string(s.D) + "_bs" + std::to_string(s.bs) +
-         (s.kv_dtype ? "_kv" + dt_tag(*s.kv_dtype) : "") +
+         (s.kv_dtype ? "_kv" + kv_tag(*s.kv_dtype) : "") +
          (s.window ? "_w" + std::to_string(s.window) : "");
 }
 
@@ -282,6 +355,46 @@ void add_attention_cases(std::vector<Case>& out) {
                      AttnSpec{decode_seqs({1500, 600, 2}), 16, 8, 128, 16, true}}) {
     s.kv_dtype = DType::BF16;
     add(out, s.decode ? "decode" : "mixed", s);
+  }
+  // An int8 KV cache (--kv-cache-dtype int8: D int8 values and their f32 scale per slot and
+  // head): prefill, prefix-cached and chunked prefill, decode across block boundaries, GQA
+  // ratios, head groups (nh > 1), long contexts (key chunks), windows, and the per-key loop
+  // (D % 8 != 0).
+  {
+    std::vector<Seq> many;
+    for (int b = 0; b < 64; ++b) many.push_back({(b * 37) % 90, 1});
+    std::vector<std::pair<std::string, AttnSpec>> int8_cases = {
+        {"int8_prefill", {{{0, 77}, {300, 5}, {3, 1}}, 16, 8, 128, 256}},
+        {"int8_prefix_cached_prefill", {{{16, 19}, {5, 15}, {100, 28}, {0, 40}}, 8, 8, 64, 16}},
+        {"int8_chunked_prefill", {{{37, 20}, {300, 5}, {15, 17}}, 16, 8, 128, 256}},
+        {"int8_decode", {decode_seqs({1, 15, 16, 17, 31, 32, 33, 300}), 16, 4, 128, 16, true}},
+        {"int8_decode_g1", {decode_seqs({1, 15, 16, 17, 257}), 2, 2, 64, 16, true}},
+        {"int8_decode_g3", {decode_seqs({1, 15, 16, 17, 257}), 6, 2, 32, 16, true}},
+        {"int8_mixed", {{{0, 20}, {40, 1}, {63, 1}, {10, 5}, {64, 1}}, 8, 2, 64, 16}},
+        {"int8_mixed_g1", {{{0, 20}, {33, 1}, {16, 17}}, 2, 2, 96, 16}},
+        {"int8_head_groups", {many, 8, 4, 64, 16, true}},
+        {"int8_head_groups", {many, 9, 3, 128, 16, true}},
+        {"int8_long_decode", {decode_seqs({5000, 3, 700}), 32, 8, 128, 16, true}},
+        {"int8_long_decode", {decode_seqs({1500, 600, 2}), 16, 8, 128, 16, true}},
+        {"int8_key_chunk_edges", {decode_seqs({240, 241, 480, 481}), 8, 8, 128, 16, true}},
+        {"int8_long_prefix_cached", {{{500, 300}}, 4, 2, 128, 16}},
+        {"int8_odd_head_dim", {{{0, 20}, {33, 1}}, 4, 2, 20, 16}},
+        {"int8_hkv3", {{{40, 1}, {63, 1}, {64, 1}, {0, 2}}, 6, 3, 8, 32}},
+    };
+    for (auto& [name, spec] : int8_cases) {
+      spec.kv_dtype = kKvCacheInt8;
+      add(out, name, spec);
+    }
+    for (int W : {1, 17, 256}) {
+      AttnSpec d{decode_seqs({1, 15, 16, 17, 300, 5000}), 16, 4, 128, 16, true};
+      d.window = W;
+      d.kv_dtype = kKvCacheInt8;
+      add(out, "int8_window_decode", d);
+      AttnSpec m{{{0, 40}, {33, 1}, {16, 17}, {100, 30}}, 8, 2, 64, 16};
+      m.window = W;
+      m.kv_dtype = kKvCacheInt8;
+      add(out, "int8_window_mixed", m);
+    }
   }
   // The CPU decode kernel walks long contexts in chunks of keys (~256 KiB of V; 512 keys for
   // one f32 head of 128): few query rows whose limits straddle a chunk boundary (a row that

@@ -3,6 +3,7 @@
 // layout), and validate_batch rejects every batch value the kernels would otherwise see.
 #include "conformance.h"
 #include "kernels/batch_contract.h"
+#include "kernels/kv_cache_int8.h"
 
 namespace nanovllm::conformance {
 namespace {
@@ -160,6 +161,15 @@ void add_error_cases(std::vector<Case>& out) {
     auto kc = hx.random({32, Hkv, D + 2}, hx.act()), vc = hx.random({32, Hkv, D + 2}, hx.act());
     expect_error([&] { hx.be.store_kv(qkv.t, slots, kc.t, vc.t, {Hq, Hkv, D, 1.f}); },
                  "must be [num_slots, 2, 16]");
+  });
+  // An int8 cache's rows are D values and a 4-byte scale (kernels/kv_cache_int8.h): width D + 4.
+  add(out, "store_kv_int8_cache_width", [](Harness& hx) {
+    auto qkv = hx.random({3, W}, hx.act());
+    Tensor slots = hx.i32({0, 1, 2}, {3});
+    Tensor kc = hx.upload(Tensor::zeros({32, Hkv, D}, kKvCacheInt8));
+    Tensor vc = hx.upload(Tensor::zeros({32, Hkv, D}, kKvCacheInt8));
+    expect_error([&] { hx.be.store_kv(qkv.t, slots, kc, vc, {Hq, Hkv, D, 1.f}); },
+                 "must be [num_slots, 2, 20]");
   });
   add(out, "attention_params", [](Harness& hx) {
     auto qkv = hx.random({1, 5 * D}, hx.act());

@@ -89,7 +89,7 @@ def case_bad_flags(model):
     expect_failure(base + ["--top-p", 0], "--top-p must be in (0, 1], got 0")
     expect_failure(base + ["--stop", ""], "--stop strings must be non-empty")
     expect_failure(base + ["--min-tokens", 5], "min_tokens must be in [0, max_tokens=2], got 5")
-    expect_failure(base + ["--kv-cache-dtype", "f16"], "--kv-cache-dtype must be auto, f32 or bf16, got 'f16'")
+    expect_failure(base + ["--kv-cache-dtype", "f16"], "--kv-cache-dtype must be auto, f32, bf16 or int8, got 'f16'")
     expect_failure(base + ["--block-size", 24], "--block-size must be a positive multiple of 16, got 24")
 
 

@@ -202,3 +202,23 @@ def test_instruction_set_bound(model, baseline):
     diff = max(abs(a["logprob"] - b["logprob"]) for a, b in zip(o["logprobs"], baseline[0]["logprobs"]))
     print(f"scalar vs native ISA greedy: max |logprob difference| {diff:.3g}")
     assert diff <= 1e-4
+
+
+def test_int8_kv_cache_rows(model):
+    """An int8 KV cache (--kv-cache-dtype int8) is inside the contract: against its own baseline
+    (each target alone, int8 cache), the shared batch, preemption and recompute, chunked prefill
+    with the mixed policy, and two threads give the same tokens and logprobs bitwise."""
+    kw = dict(KW, kv_cache_dtype="int8")
+    base = []
+    for prompt, params in TARGETS:
+        llm = LLM(model, **kw)
+        base.append(result(llm.generate([prompt], sp(params), use_tqdm=False)[0]))
+        del llm
+    order = list(range(len(TARGETS) + len(OTHERS)))
+    for extra in (dict(), dict(num_kvcache_blocks=12), dict(policy="mixed", max_num_batched_tokens=16),
+                  dict(num_threads=2)):
+        llm = LLM(model, **dict(kw, **extra))
+        assert run_mixed(llm, order) == base, extra
+        if "num_kvcache_blocks" in extra:
+            assert llm.stats().preemptions > 0
+        del llm

@@ -8,29 +8,43 @@
 
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/kv_cache_int8.h"
 
 namespace nanovllm::cpu {
 
 namespace {
 
-// A K or V row into the cache: f32 as is, bf16 rounded to nearest even.
-void put_row(const float* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-void put_row(const float* src, uint16_t* dst, int64_t n) { f32_to_bf16_row(src, dst, n); }
+// A slot's Hkv K or V rows [Hkv, D] into the cache: f32 as is, bf16 rounded to nearest even,
+// int8 quantized per head into rows of D + 4 (kernels/kv_cache_int8.h).
+void put_rows(const float* src, float* dst, int Hkv, int D) {
+  std::memcpy(dst, src, size_t(Hkv) * D * 4);
+}
+void put_rows(const float* src, uint16_t* dst, int Hkv, int D) {
+  f32_to_bf16_row(src, dst, int64_t(Hkv) * D);
+}
+void put_rows(const float* src, int8_t* dst, int Hkv, int D) {
+  for (int h = 0; h < Hkv; ++h)
+    quantize_kv_row(src + int64_t(h) * D, D, dst + int64_t(h) * (D + kKvInt8ScaleBytes));
+}
 
 // A K or V row as f32 (the per-key fallback loop reads f32 rows).
-const float* get_row(const float* row, int64_t, float*) { return row; }
-const float* get_row(const uint16_t* row, int64_t n, float* buf) {
-  for (int64_t i = 0; i < n; ++i) buf[i] = bf16_to_f32(row[i]);
+const float* get_row(const float* row, int, float*) { return row; }
+const float* get_row(const uint16_t* row, int n, float* buf) {
+  for (int i = 0; i < n; ++i) buf[i] = bf16_to_f32(row[i]);
+  return buf;
+}
+const float* get_row(const int8_t* row, int n, float* buf) {
+  dequantize_kv_row(row, n, buf);
   return buf;
 }
 
-// KV: the cache's element type, float or uint16_t (bf16 bits); activations are F32.
+// KV: the cache's element type, float, uint16_t (bf16 bits) or int8_t; activations are F32.
 template <class KV>
 void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
                 const AttentionParams& p) {
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads;
   const int64_t row = int64_t(Hq + 2 * Hkv) * D, T = slot_mapping.numel();
-  const int64_t kvw = int64_t(Hkv) * D, num_slots = k_cache.size(0);
+  const int64_t kvw = int64_t(Hkv) * k_cache.size(2), num_slots = k_cache.size(0);
   const float* src = qkv.data<float>();
   const int32_t* slots = slot_mapping.data<int32_t>();
   KV* kc = k_cache.data<KV>();
@@ -38,8 +52,8 @@ void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, 
   for (int64_t t = 0; t < T; ++t) {
     const int64_t s = slots[t];
     if (s < 0 || s >= num_slots) continue;  // -1 = padding; out of range: the defensive rule
-    put_row(src + t * row + int64_t(Hq) * D, kc + s * kvw, kvw);
-    put_row(src + t * row + int64_t(Hq + Hkv) * D, vc + s * kvw, kvw);
+    put_rows(src + t * row + int64_t(Hq) * D, kc + s * kvw, Hkv, D);
+    put_rows(src + t * row + int64_t(Hq + Hkv) * D, vc + s * kvw, Hkv, D);
   }
 }
 
@@ -48,6 +62,8 @@ void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, 
 void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
               const AttentionParams& p) {
   if (k_cache.dtype() == DType::BF16) store_kv_t<uint16_t>(qkv, slot_mapping, k_cache, v_cache, p);
+  else if (k_cache.dtype() == kKvCacheInt8)
+    store_kv_t<int8_t>(qkv, slot_mapping, k_cache, v_cache, p);
   else store_kv_t<float>(qkv, slot_mapping, k_cache, v_cache, p);
 }
 
@@ -62,15 +78,20 @@ namespace {
 // sees no key (context_lens[b] < seqlen_q) gets zeros. Such sequences take the per-key loop.
 //
 // Sliding window W (p.sliding_window > 0): query at key position pos sees keys (pos - W, pos].
-// Sequences whose window excludes a key (some query past position W - 1) take the per-key loop,
-// which starts at the tile's first visible key, so a windowed layer reads at most W + tile keys
-// per query tile whatever the context. (The AVX-512 kernels have no lower key bound yet.)
+// The AVX2 kernel and the per-key loop start at the tile's first visible key, so a windowed
+// layer reads at most W + tile keys per query tile whatever the context. (The AVX-512 kernels
+// have no lower key bound yet: sequences whose window excludes a key take the per-key loop.)
+//
+// Which kernel computes a row depends only on the ISA and the row's own sequence (AVX2: the one
+// kernel for every row of a valid batch), never on the rest of the batch: docs/determinism.md.
 template <class KV>
 void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
                        const BatchTensors& batch, const AttentionParams& p, Tensor& out,
                        ThreadPool& pool) {
   const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads, G = Hq / Hkv;
-  const int64_t row = int64_t(Hq + 2 * Hkv) * D, kvw = int64_t(Hkv) * D;
+  const int64_t row = int64_t(Hq + 2 * Hkv) * D;
+  const int kvrow = int(k_cache.size(2));  // D, or D + 4 (int8 rows carry their scale)
+  const int64_t kvw = int64_t(Hkv) * kvrow;
   const int B = batch.num_seqs, bs = batch.block_size;
   const int64_t T = qkv.size(0), num_blocks = k_cache.size(0) / bs;
   const int32_t* cu = batch.cu_seqlens_q.data<int32_t>();
@@ -95,8 +116,9 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
 
   struct Item {
     int b, h, q0, q1;
-    bool fast;  // every query sees a key and every key's block is present: AVX-512 kernels
-    int nh;     // KV heads h .. h + nh - 1 (decode items; prefill tiles take one)
+    bool fast;      // every query sees a key and every key's block is present: vector kernels
+    bool windowed;  // some query's window excludes a key (the AVX-512 kernels cannot)
+    int nh;         // KV heads h .. h + nh - 1 (decode items; prefill tiles take one)
   };
   // Decode items (fewer than kMinTileRows rows per head) take nh adjacent KV heads, so the rows
   // kernel reads each key's slot row as one run (attention_tile.cc says why), as long as there
@@ -111,14 +133,16 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
     const int64_t first_pos = int64_t(ctx[b]) - nq;  // key position of query 0
     const int64_t last_key = first_pos + qhi - 1;
     const int32_t* table = bt + int64_t(b) * bt_stride;
-    bool fast = first_pos + qlo >= 0 && (W == 0 || last_key < W);
+    bool fast = first_pos + qlo >= 0;
     for (int64_t j = 0; fast && j <= last_key; j += bs) fast = key_slot(table, j) >= 0;
+    const bool windowed = W > 0 && last_key >= W;
     // Heads outer, query tiles inner: a parallel chunk then holds whole causal triangles
     // (tiles in query order would give one thread the cheap early tiles of every head).
     const int nh = (qhi - qlo) * G < kMinTileRows ? decode_nh : 1;
     for (int h = 0; h < Hkv; h += nh)
       for (int64_t q0 = qlo; q0 < qhi; q0 += kTile)
-        items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast, std::min(nh, Hkv - h)});
+        items.push_back({b, h, int(q0), int(std::min(qhi, q0 + kTile)), fast, windowed,
+                         std::min(nh, Hkv - h)});
   }
 
   // Chunks of at least ~64K multiply-adds (score + value FMAs), so short contexts of tiny models
@@ -139,11 +163,16 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
       const int rows = (w.q1 - w.q0) * G;
       const int32_t* table = bt + int64_t(w.b) * bt_stride;
       // AVX-512: many query rows (prefill) take the lane-parallel tile kernel, few rows (decode)
-      // the two-pass kernel. Other ISAs, D % 16 != 0 or defensive cases: the per-key loop below.
+      // the two-pass kernel; AVX2: its two-pass kernel for all. Scalar, D % 16 (AVX2: 8) != 0,
+      // AVX-512 windows or defensive cases: the per-key loop below.
       if (w.fast) {
         AttentionTile<KV> t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
-                            int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale, w.nh};
-        if (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)) continue;
+                            int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale, w.nh, kvrow, W};
+        if (attention_rows_avx2(t)) continue;
+        t.window = 0;
+        if (!w.windowed &&
+            (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)))
+          continue;
       }
       for (int h = w.h; h < w.h + w.nh; ++h) {
         std::fill(acc.begin(), acc.begin() + rows * D, 0.f);
@@ -156,8 +185,8 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
         for (int64_t j = first_key; j <= last_key; ++j) {
           const int64_t slot = key_slot(table, j);
           if (slot < 0) continue;  // missing block: masked
-          const float* kr = get_row(kc + slot * kvw + int64_t(h) * D, D, kbuf.data());
-          const float* vr = get_row(vc + slot * kvw + int64_t(h) * D, D, vbuf.data());
+          const float* kr = get_row(kc + slot * kvw + int64_t(h) * kvrow, D, kbuf.data());
+          const float* vr = get_row(vc + slot * kvw + int64_t(h) * kvrow, D, vbuf.data());
           for (int qi = w.q0; qi < w.q1; ++qi) {
             if (j > first_pos + qi) continue;                 // causal
             if (W > 0 && j <= first_pos + qi - W) continue;  // outside the window
@@ -201,6 +230,8 @@ void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_c
                      ThreadPool& pool) {
   if (k_cache.dtype() == DType::BF16)
     paged_attention_t<uint16_t>(qkv, k_cache, v_cache, batch, p, out, pool);
+  else if (k_cache.dtype() == kKvCacheInt8)
+    paged_attention_t<int8_t>(qkv, k_cache, v_cache, batch, p, out, pool);
   else
     paged_attention_t<float>(qkv, k_cache, v_cache, batch, p, out, pool);
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/cpu/simd.h"
+#include "kernels/kv_cache_int8.h"
 #include "util/dtype.h"
 
 namespace nanovllm::cpu {
@@ -27,16 +28,33 @@ namespace {
 
 constexpr int kLanes = 16;  // query rows per zmm
 
-// 16 K/V elements as f32, and one as a scalar (f32 cache: as is; bf16: the top half of f32).
+// 16 K/V elements as f32 (f32 cache: as is; bf16: the top half of f32; int8: the integers, the
+// caller applies the row's scale).
 NV_TARGET_AVX512 inline __m512 load16_kv(const float* p) { return _mm512_loadu_ps(p); }
 NV_TARGET_AVX512 inline __m512 load16_kv(const uint16_t* p) { return load16_bf16(p); }
+NV_TARGET_AVX512 inline __m512 load16_kv(const int8_t* p) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
+// The scale of a K/V row (f32, bf16: 1; int8: the 4 bytes after its D values).
+template <class KV>
+inline float row_scale(const KV* row, int D) {
+  if constexpr (std::is_same_v<KV, int8_t>) return kv_int8_scale(row, D);
+  else return 1.f;
+}
 constexpr int kKeys = 16;   // keys per block
 
 // Pointers to the block's K and V rows as f32: the cache rows themselves (f32 cache), or the
-// rows widened into kbuf / vbuf [kKeys][D] (bf16 cache: widened once per block, not per use).
+// rows widened into kbuf / vbuf [kKeys][D] (bf16 and int8 caches: widened once per block, not per
+// use; int8 times its row's scale).
 NV_TARGET_AVX512 inline const float* rows_f32(const float* row, int, float*) { return row; }
 NV_TARGET_AVX512 inline const float* rows_f32(const uint16_t* row, int D, float* buf) {
   for (int d = 0; d < D; d += 16) _mm512_storeu_ps(buf + d, load16_bf16(row + d));
+  return buf;
+}
+NV_TARGET_AVX512 inline const float* rows_f32(const int8_t* row, int D, float* buf) {
+  const __m512 s = _mm512_set1_ps(kv_int8_scale(row, D));
+  for (int d = 0; d < D; d += 16) _mm512_storeu_ps(buf + d, _mm512_mul_ps(load16_kv(row + d), s));
   return buf;
 }
 
@@ -82,7 +100,7 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
       for (int j = 0; j < nj; ++j) {
         const int key = j0 + j;
         const int64_t slot = int64_t(t.block_table[key / t.block_size]) * t.block_size + key % t.block_size;
-        const int64_t off = slot * t.kv_stride + int64_t(t.h) * D;
+        const int64_t off = slot * t.kv_stride + int64_t(t.h) * t.row;
         kr[j] = rows_f32(t.k_cache + off, D, kwide.data() + size_t(j) * D);
         vr[j] = rows_f32(t.v_cache + off, D, vwide.data() + size_t(j) * D);
       }
@@ -154,17 +172,21 @@ NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
 //
 // Why chunks of keys: pass 1 prefetches V into L2 for pass 2, but a long context's V (2 KiB a
 // key for 8 bf16 heads of 128: 2 MiB at 1024 keys) no longer fits there, so pass 2 read it from
-// memory a second time. Keys now go in chunks of ~256 KiB of V: both passes per chunk, the
-// running max / sum / accumulator carried from chunk to chunk (flash-decoding's rescale); a
-// context within one chunk runs as before, with no accumulator traffic.
+// memory a second time. Keys now go in chunks of at most ~256 KiB of V: both passes per chunk,
+// the running max / sum / accumulator carried from chunk to chunk (flash-decoding's rescale); a
+// context within one chunk runs as before, with no accumulator traffic. The chunk length is a
+// function of the cache's slot row (all Hkv heads), not of the item's nh heads: nh depends on
+// the batch size and the thread count, and chunk boundaries change a row's rounding.
 constexpr int kChunkVBytes = 256 * 1024;
 
 // Pass 2 of the rows kernel for one or two rows and NV x 16 dims: acc_i = a_i * in_i (no in_i:
 // 0) + sum_{j in [c0, c1)} s_i[j - c0] * V_j[off ..], then out_i = acc_i * mul_i. NV is a
 // compile-time count so the 2 x NV accumulators stay in registers (with a run-time count GCC
 // kept them on the stack: a load and a store around every FMA; docs/perf.md, session 25).
+// int8: each p is multiplied by its key's V scale (read at vscale_off + the key's offset).
 template <int NV, class KV>
-NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int c0, int c1,
+NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off,
+                              int64_t vscale_off, int D, int c0, int c1,
                               const float* s0, const float* s1, const float* in0, const float* in1,
                               float a0, float a1, float* out0, float* out1, float mul0, float mul1) {
   __m512 acc0[NV], acc1[NV];
@@ -176,8 +198,9 @@ NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t 
   }
   for (int j = c0; j < c1; ++j) {
     const KV* v = v_cache + kv_off[j] + off;
-    const __m512 p0 = _mm512_set1_ps(s0[j - c0]);
-    const __m512 p1 = _mm512_set1_ps(s1 ? s1[j - c0] : 0.f);
+    const float vs = row_scale(v_cache + kv_off[j] + vscale_off, D);
+    const __m512 p0 = _mm512_set1_ps(s0[j - c0] * vs);
+    const __m512 p1 = _mm512_set1_ps(s1 ? s1[j - c0] * vs : 0.f);
 #pragma GCC unroll 8
     for (int c = 0; c < NV; ++c) {
       const __m512 vv = load16_kv(v + c * 16);
@@ -201,8 +224,9 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const float qscale = t.scale * 1.4426950408889634f;
   const int max_pos = t.first_pos + t.q1 - 1;
   const int nkeys = max_pos + 1;
-  const int span = nh * D * int(sizeof(KV));  // bytes of one key's K (or V) rows in the item
-  const int kc = std::max(64, kChunkVBytes / span / 16 * 16);  // keys per chunk
+  const int span = nh * t.row * int(sizeof(KV));  // bytes of one key's K (or V) rows in the item
+  const int slot_bytes = int(t.kv_stride * int64_t(sizeof(KV)));  // one key's rows, all heads
+  const int kc = std::max(64, kChunkVBytes / slot_bytes / 16 * 16);  // keys per chunk
   const int stride = (std::min(nkeys, kc) + 15) / 16 * 16;   // score row stride (vector tail)
   const bool one_chunk = nkeys <= kc;
   thread_local std::vector<float> sbuf, qbuf, accbuf;
@@ -225,7 +249,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   kv_off.resize(size_t(nkeys));
   for (int j = 0; j < nkeys; ++j) {
     const int64_t slot = int64_t(t.block_table[j / t.block_size]) * t.block_size + j % t.block_size;
-    kv_off[size_t(j)] = slot * t.kv_stride + int64_t(t.h) * D;
+    kv_off[size_t(j)] = slot * t.kv_stride + int64_t(t.h) * t.row;
   }
   // Software prefetch kAhead keys ahead: the item's nh rows of a slot into L1 for pass 1 (K), and
   // into L2 for pass 2 (V, read from there once per head).
@@ -249,7 +273,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
       prefetch_k(j + kAhead);
       prefetch_v(j + kAhead);
       for (int r = 0; r < rows; ++r) {
-        const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * D;
+        const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * t.row;
         const float* qr = qbuf.data() + size_t(r) * D;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0;
         int d = 0;
@@ -258,7 +282,8 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
           a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
         }
         if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
-        sbuf[size_t(r) * stride + (j - c0)] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+        sbuf[size_t(r) * stride + (j - c0)] =
+            _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * row_scale(k, D);
       }
     }
     // Softmax along the chunk's keys, per row: p = 2^(s - m), m the running max, masked beyond
@@ -294,7 +319,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     // out = acc / l; earlier ones keep acc in accbuf [rows][D].
     constexpr int kRows = 2, kDims = 128;
     for (int hh = 0; hh < nh; ++hh) {
-      const int64_t hoff = int64_t(hh) * D;
+      const int64_t hoff = int64_t(hh) * t.row;
       for (int d0 = 0; d0 < D; d0 += kDims) {
         const int nv = std::min(kDims, D - d0) / 16;
         for (int rb = hh * R; rb < (hh + 1) * R; rb += kRows) {
@@ -318,8 +343,8 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
           switch (nv) {
 #define NV_PV(N)                                                                                  \
   case N:                                                                                         \
-    pv_rows<N>(t.v_cache, off, hoff + d0, c0, c1, s0, s1, in[0], in[1], a[0], a[1], dst[0], dst[1], \
-               mul[0], mul[1]);                                                                   \
+    pv_rows<N>(t.v_cache, off, hoff + d0, hoff, D, c0, c1, s0, s1, in[0], in[1], a[0], a[1],     \
+               dst[0], dst[1], mul[0], mul[1]);                                                   \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4) NV_PV(5) NV_PV(6) NV_PV(7) NV_PV(8)
 #undef NV_PV
@@ -350,5 +375,7 @@ template bool attention_tile_avx512(const AttentionTile<float>&);
 template bool attention_tile_avx512(const AttentionTile<uint16_t>&);
 template bool attention_rows_avx512(const AttentionTile<float>&);
 template bool attention_rows_avx512(const AttentionTile<uint16_t>&);
+template bool attention_tile_avx512(const AttentionTile<int8_t>&);
+template bool attention_rows_avx512(const AttentionTile<int8_t>&);
 
 }  // namespace nanovllm::cpu

@@ -1,6 +1,7 @@
-// The AVX-512 attention kernels (attention_tile.cc) behind paged_attention: a query-tile kernel
-// for items with many query rows (prefill) and a two-pass kernel for few rows (decode).
-// Internal to kernels/cpu.
+// The vectorized attention kernels behind paged_attention: AVX-512 (attention_tile.cc) has a
+// query-tile kernel for items with many query rows (prefill) and a two-pass kernel for few rows
+// (decode); AVX2 (attention_rows_avx2.cc) runs its two-pass kernel for every item. Internal to
+// kernels/cpu.
 #pragma once
 #include <cstdint>
 
@@ -10,14 +11,16 @@ namespace nanovllm::cpu {
 // against keys [0, max position] of one sequence. Per head, row r is query (q0 + r / G), head
 // (h * G + r % G); its key position is first_pos + q0 + r / G and it attends keys 0 .. that
 // position (causal).
-// KV: the cache's element type, float or uint16_t (bf16 bits).
+// With a sliding window W > 0 (AVX2 only) a row at key position p sees keys (p - W, p].
+// KV: the cache's element type: float, uint16_t (bf16 bits) or int8_t (int8 rows of D values
+// and their f32 scale, kernels/kv_cache_int8.h).
 template <class KV>
 struct AttentionTile {
   const float* q;       // qkv base; query row of token t, head hq: q + t * q_stride + hq * D
   int64_t q_stride;     // (Hq + 2 Hkv) * D
-  const KV* k_cache;    // [slots, Hkv, D]
+  const KV* k_cache;    // [slots, Hkv, row]: row = D (f32, bf16) or D + 4 (int8)
   const KV* v_cache;
-  int64_t kv_stride;    // Hkv * D
+  int64_t kv_stride;    // Hkv * row
   const int32_t* block_table;  // this sequence's blocks
   int block_size;
   float* out;           // out row of token t, head hq: out + t * out_stride + hq * D
@@ -28,6 +31,8 @@ struct AttentionTile {
   int q0, q1;           // the tile's queries [q0, q1)
   float scale;          // softmax scale
   int nh = 1;           // rows kernel: KV heads h .. h + nh - 1 in one item (the tile kernel: 1)
+  int row = 0;          // elements per (slot, head) row: D, or D + 4 for int8
+  int window = 0;       // sliding window (0: none; the AVX-512 kernels are given none)
 };
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
@@ -37,5 +42,10 @@ bool attention_tile_avx512(const AttentionTile<KV>& t);
 // rows: few rows (decode), two passes over the keys with a vectorized softmax; t.nh heads.
 template <class KV>
 bool attention_rows_avx512(const AttentionTile<KV>& t);
+// AVX2 (with FMA and F16C; D % 8 == 0): the two-pass kernel for any number of rows, windows too.
+// A row's result depends only on that row (its query, key range and the cache), never on the
+// other rows or heads of the item: docs/determinism.md's batch invariance.
+template <class KV>
+bool attention_rows_avx2(const AttentionTile<KV>& t);
 
 }  // namespace nanovllm::cpu

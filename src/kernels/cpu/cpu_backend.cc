@@ -12,6 +12,7 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/sampling.h"
 #include "kernels/cpu/weight_arena.h"
+#include "kernels/kv_cache_int8.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
 
@@ -39,7 +40,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   DType act_dtype() const override { return DType::F32; }
   bool kv_cache_dtype_supported(DType d) const override {
-    return d == DType::F32 || d == DType::BF16;
+    return d == DType::F32 || d == DType::BF16 || d == kKvCacheInt8;
   }
   int num_threads() const override { return pool_.size(); }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/config_json.h"
+#include "kernels/kv_cache_int8.h"
 #include "engine/resolved_config.h"
 #include "kernels/quantized.h"
 #include "nanovllm/config.h"
@@ -130,6 +131,8 @@ TEST(OptionsTable, ResolveTakesEveryChoice) {
   }
   EXPECT_EQ(with([](Config& c) { c.kv_cache_dtype = "f32"; }).kv_cache_dtype, DType::F32);
   EXPECT_EQ(with([](Config& c) { c.kv_cache_dtype = "bf16"; }).kv_cache_dtype, DType::BF16);
+  EXPECT_EQ(with([](Config& c) { c.kv_cache_dtype = "int8"; }).kv_cache_dtype, kKvCacheInt8);
+  EXPECT_EQ(with([](Config& c) { c.kv_cache_dtype = "int8"; }).settled().kv_cache_dtype, "int8");
   EXPECT_EQ(with([](Config& c) { c.device = "cpu"; }).kv_cache_dtype, DType::F32);
 }
 
@@ -159,7 +162,7 @@ TEST(OptionsTable, ResolveSettlesEveryAuto) {
     resolve(c);
     FAIL() << "resolved kv_cache_dtype f16";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("kv_cache_dtype must be auto, f32 or bf16, got 'f16'"));
+    EXPECT_THAT(e.what(), HasSubstr("kv_cache_dtype must be auto, f32, bf16 or int8, got 'f16'"));
   }
 }
 

@@ -45,9 +45,11 @@ bool exact_across_batches() { return device_under_test() == "cpu"; }
 // per rounding, a few dozen roundings deep; 0.1 nat is ~1% of stories260K's logit range (~10).
 constexpr float kCudaTieEps = 0.1f;
 
-Config base_config(const std::string& model) {
+// kv: --kv-cache-dtype ("auto", or "int8" for the int8-cache variants of the checks below).
+Config base_config(const std::string& model, const std::string& kv = "auto") {
   Config c;
   c.model = model;
+  c.kv_cache_dtype = kv;
   c.device = device_under_test();
   c.num_threads = 2;
   c.max_model_len = 512;
@@ -179,8 +181,8 @@ TEST(EngineE2E, RandomModelBatchEqualsAlone) {
 }
 
 // (b) a KV cache so small that sequences are preempted: outputs unchanged.
-void check_preemption(const std::string& model, int vocab, int bos) {
-  Config big = base_config(model);
+void check_preemption(const std::string& model, int vocab, int bos, const std::string& kv = "auto") {
+  Config big = base_config(model, kv);
   Config small = big;
   small.num_kvcache_blocks = 12;  // 192 tokens for 8 sequences of up to ~70 tokens
   auto prompts = make_prompts(8, vocab, 3, 10, 30, bos);
@@ -199,7 +201,7 @@ TEST(SharedData_EngineE2E, PreemptionKeepsOutputs) {
 TEST(EngineE2E, RandomModelPreemptionKeepsOutputs) { check_preemption(random_model(), 151936, -1); }
 
 // (c) prefix caching: a shared ~250-token prefix with block size 16 hits the cache, same outputs.
-void check_prefix_cache(const std::string& model, int vocab, int bos) {
+void check_prefix_cache(const std::string& model, int vocab, int bos, const std::string& kv = "auto") {
   auto prefix = make_prompts(1, vocab, 4, 250, 250, bos)[0];
   auto tails = make_prompts(6, vocab, 5, 3, 20);
   std::vector<std::vector<int>> prompts;
@@ -208,7 +210,7 @@ void check_prefix_cache(const std::string& model, int vocab, int bos) {
     p.insert(p.end(), t.begin(), t.end());
     prompts.push_back(p);
   }
-  Config on = base_config(model), off = on;
+  Config on = base_config(model, kv), off = on;
   off.enable_prefix_caching = false;
   EngineStats st_on, st_off;
   // Submit one first so the others find its blocks (same engine, two generate calls).
@@ -273,8 +275,8 @@ TEST(EngineE2E, SeededSamplingIsReproducibleAcrossBatches) {
 }
 
 // (e) prefill-first and mixed (chunked) give identical greedy outputs.
-void check_policies(const std::string& model, int vocab, int bos) {
-  Config pf = base_config(model), mx = pf;
+void check_policies(const std::string& model, int vocab, int bos, const std::string& kv = "auto") {
+  Config pf = base_config(model, kv), mx = pf;
   mx.policy = "mixed";
   mx.max_num_batched_tokens = 64;  // forces chunked prefill
   auto prompts = make_prompts(10, vocab, 8, 20, 120, bos);
@@ -287,6 +289,34 @@ TEST(SharedData_EngineE2E, PoliciesAgree) {
   check_policies(stories_dir(), 512, 1);
 }
 TEST(EngineE2E, RandomModelPoliciesAgree) { check_policies(random_model(), 151936, -1); }
+
+// (f) an int8 KV cache (--kv-cache-dtype int8, CPU only): batching, preemption, prefix caching
+// and chunked prefill leave the greedy tokens unchanged, as with the other cache types (its
+// kernels compute each row independently of the batch: docs/determinism.md).
+TEST(EngineE2E, Int8KvCacheBatchEqualsAloneAndPreemption) {
+  if (device_under_test() != "cpu") GTEST_SKIP() << "the int8 KV cache is CPU-only";
+  Config c = base_config(random_model(), "int8");
+  auto prompts = make_prompts(12, 151936, 2, 3, 50);
+  auto batched = run_outputs(c, prompts, greedy(12));
+  LLM alone(c);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto o = alone.generate({Prompt(prompts[i])}, {greedy(12)});
+    expect_same_generation(o[0], batched[i], "int8 cache, prompt " + std::to_string(i));
+  }
+  check_preemption(random_model(), 151936, -1, "int8");
+}
+TEST(EngineE2E, Int8KvCachePrefixCachingAndPolicies) {
+  if (device_under_test() != "cpu") GTEST_SKIP() << "the int8 KV cache is CPU-only";
+  check_prefix_cache(random_model(), 151936, -1, "int8");
+  check_policies(random_model(), 151936, -1, "int8");
+}
+TEST(SharedData_EngineE2E, Int8KvCacheKeepsOutputs) {
+  if (!have_stories()) GTEST_SKIP() << "shared data absent: " << stories_dir();
+  if (device_under_test() != "cpu") GTEST_SKIP() << "the int8 KV cache is CPU-only";
+  check_preemption(stories_dir(), 512, 1, "int8");
+  check_prefix_cache(stories_dir(), 512, 1, "int8");
+  check_policies(stories_dir(), 512, 1, "int8");
+}
 
 // Bad input: a clear per-request error, the rest of the batch completes.
 TEST(EngineE2E, BadRequestsFailAloneWithClearErrors) {

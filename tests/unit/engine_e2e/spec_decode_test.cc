@@ -64,6 +64,24 @@ TEST(SpecDecode, PreemptionKeepsOutputs) {
   }
 }
 
+// An int8 KV cache: verification rows (K + 1 queries of a sequence) compute what plain decoding
+// computes, as with the other cache types; with preemption and chunked prefill (mixed policy).
+TEST(SpecDecode, Int8KvCacheIsIdentical) {
+  const auto prompts = repeating_prompts(8, 2);
+  Config base = spec_base();
+  base.kv_cache_dtype = "int8";
+  const SpecRun ref = generate(base, prompts, {greedy(tokens(40))});
+  for (const char* policy : {"prefill-first", "mixed"}) {
+    Config c = base;
+    c.policy = policy;
+    c.num_kvcache_blocks = 10;
+    c.max_num_batched_tokens = c.policy == "mixed" ? 24 : 512;
+    const SpecRun got = generate(with_spec(c, 4), prompts, {greedy(tokens(40))});
+    expect_identical(ref, got, std::string("int8 cache, ") + policy);
+    EXPECT_GT(got.stats.spec_accepted_tokens, 0) << policy;
+  }
+}
+
 // Prompts sharing long prefixes, run twice on one engine: the second round hits the blocks the
 // first one registered, among them blocks that accepted drafts filled. A rejected draft never
 // reaches the prefix cache: a hit on a block holding one would change the second round.

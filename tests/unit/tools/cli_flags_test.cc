@@ -213,7 +213,7 @@ std::string error_of(std::vector<std::string> words) {
 TEST(CliFlags, BadValuesNameTheFlag) {
   EXPECT_EQ(error_of({"--max-num-seqs", "0"}), "--max-num-seqs must be >= 1, got 0");
   EXPECT_EQ(error_of({"--kv-cache-dtype", "f16"}),
-            "--kv-cache-dtype must be auto, f32 or bf16, got 'f16'");
+            "--kv-cache-dtype must be auto, f32, bf16 or int8, got 'f16'");
   EXPECT_EQ(error_of({"--device", "tpu"}), "--device must be auto, cpu or cuda, got 'tpu'");
   EXPECT_EQ(error_of({"--tp", "0"}), "--tensor-parallel-size must be >= 1, got 0");
   EXPECT_EQ(error_of({"--block-size", "24"}),

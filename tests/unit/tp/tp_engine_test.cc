@@ -137,16 +137,19 @@ RunResult generate(const Config& c, const std::vector<std::vector<int>>& prompts
 
 // Prefix caching with a cache small enough to preempt (14 blocks of 16 for six sequences of up
 // to ~120 tokens), and the mixed policy with a 32-token budget (chunked prefill).
-void expect_tokens_match(const std::string& model, const std::vector<int>& tps) {
+void expect_tokens_match(const std::string& model, const std::vector<int>& tps,
+                         const std::string& kv = "auto") {
   const int vocab = ModelConfig::from_dir(model).vocab_size;
   const auto prompts = workload_prompts(vocab);
   auto preempting = [&](int tp) {
     Config c = tp_config(model, tp);
+    c.kv_cache_dtype = kv;
     c.num_kvcache_blocks = 14;
     return c;
   };
   auto mixed = [&](int tp) {
     Config c = tp_config(model, tp);
+    c.kv_cache_dtype = kv;
     c.policy = "mixed";
     c.max_num_batched_tokens = 32;
     return c;
@@ -179,6 +182,10 @@ TEST(TensorParallel, Qwen3LogitsAndTokensWithReplicatedKvHeads) {
   expect_logits_match(m, 4);  // 2 KV heads on 4 ranks: each KV head on two ranks
   expect_tokens_match(m, {2, 4});
 }
+
+// An int8 KV cache: each rank quantizes its own KV heads' rows (per token and head, so the
+// split changes no scale) -- the same greedy tokens as one rank.
+TEST(TensorParallel, Int8KvCache) { expect_tokens_match(random_model("qwen3"), {2}, "int8"); }
 
 TEST(TensorParallel, Qwen2WithQkvBias) {
   const std::string m = random_model("qwen2");

@@ -5,6 +5,7 @@
 // Wall and thread-CPU times are both printed: on a busy machine CPU time is the stable number.
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>

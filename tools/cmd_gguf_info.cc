@@ -5,6 +5,7 @@
 // with the GGUF's own dequantized row (max |difference|, and how many rows are bit-identical).
 // --dequant writes one tensor (HF name) as raw little-endian float32, HF shape, for tests.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,6 @@
 // `nanovllm logits`: the model's logits at every position of a prompt, as a float32 .npy
 // [T, vocab] (for comparison with the numpy / transformers references).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 

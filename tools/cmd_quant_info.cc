@@ -6,6 +6,7 @@
 // and how many rows are bit-identical). --dequant writes one module's X.weight (its exact f32
 // dequantization) as raw little-endian float32 [N, K], for tests.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>

@@ -1,6 +1,7 @@
 // Jinja parser (see jinja_parser.h).
 #include "chat/jinja_parser.h"
 
+#include <algorithm>
 #include <set>
 
 #include "chat/jinja_filters.h"

@@ -1,5 +1,6 @@
 // Small helpers for the streaming output parsers (reasoning_parser, tool_parser).
 #pragma once
+#include <algorithm>
 #include <string_view>
 
 namespace nanovllm::chat {

@@ -3,6 +3,7 @@
 #include "util/check.h"
 
 #ifdef NANOVLLM_HAVE_HTTPLIB
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

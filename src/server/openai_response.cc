@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,7 @@
 #include "server/prompt_prep.h"
 
+#include <algorithm>
+
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/check.h"

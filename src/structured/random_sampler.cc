@@ -1,5 +1,6 @@
 #include "structured/random_sampler.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "structured/matcher.h"

@@ -1,5 +1,6 @@
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <queue>
 

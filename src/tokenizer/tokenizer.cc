@@ -2,6 +2,7 @@
 // (added tokens -> normalizer -> pre-tokenizer -> BPE -> post-processor; ids -> decoder).
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <functional>

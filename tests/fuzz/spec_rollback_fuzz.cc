@@ -6,6 +6,7 @@
 // known. Aborts on: block-manager invariants, a registered block holding a token its sequences
 // did not accept, KV bookkeeping (num_cached_tokens, blocks past what size() needs), a leak of
 // blocks at the end, or an output that differs from the plain run. No model, no device.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

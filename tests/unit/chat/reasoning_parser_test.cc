@@ -2,6 +2,7 @@
 // of splitting the text into stream pieces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "chat/reasoning_parser.h"

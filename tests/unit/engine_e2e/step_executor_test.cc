@@ -4,6 +4,8 @@
 // The CUDA-graph executor itself is tested in tests/gpu/executor_gpu_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/model_runner.h"
 #include "engine/stats_json.h"
 #include "kernels/backend_factory.h"

@@ -4,6 +4,7 @@
 // conformance table (tests/conformance, test_backend_conformance), also run at each ISA level.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>

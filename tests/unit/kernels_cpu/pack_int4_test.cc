@@ -4,6 +4,7 @@
 // weight stored in group order with the input permuted by hand. Every ISA ctest runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>

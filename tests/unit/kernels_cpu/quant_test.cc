@@ -4,6 +4,7 @@
 // (NANOVLLM_ISA=avxvnni|avx2|scalar re-run this binary).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

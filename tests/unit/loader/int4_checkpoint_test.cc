@@ -3,6 +3,7 @@
 // WeightStore, tensor-parallel slices, and every bad input as an error naming file, tensor and field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "loader/int4_packing.h"

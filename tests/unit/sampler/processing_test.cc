@@ -2,6 +2,8 @@
 // logit_bias and the allowed-token mask, each against the f64 reference of the definition.
 #include "sampler_test_util.h"
 
+#include <algorithm>
+
 namespace nanovllm::samplertest {
 namespace {
 

@@ -1,6 +1,7 @@
 // The sampling op's contract on the CPU backend (Backend::sample; definition in
 // kernels/sampling.h): greedy, temperature, top-k / top-p / min-p against an f64 reference,
 // the Philox noise, seeded batch invariance, the sampled distribution, logprobs, bad inputs.
+#include <algorithm>
 #include <chrono>
 #include <map>
 

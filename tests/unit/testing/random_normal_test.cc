@@ -1,6 +1,7 @@
 // fill_normal against textbook Box-Muller (libm, double) on the same uniforms, and moments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 

@@ -123,6 +123,10 @@ void ModelRunner::init() {
   eo.max_model_len = spec.max_model_len;
   eo.block_size = bs;
   eo.enforce_eager = spec.enforce_eager;
+  if (config_.speculative != SpeculativeMethod::kNone) {  // verification steps get graphs too
+    eo.spec_query_len = 1 + spec.num_speculative_tokens;
+    eo.spec_max_batch = config_.speculative_max_batch;
+  }
   executor_ = make_step_executor(
       *backend_, [this](const BatchTensors& b) { return model_->forward_hidden(b, kv_); }, eo);
 }

@@ -37,6 +37,9 @@ struct BatchTensors {
   int max_seqlen_k = 0;
   int block_size = 0;
   bool decode_only = false;  // every sequence has exactly one query token
+  // Rows past cu_seqlens_q[num_seqs] (up to num_tokens) are padding: a CUDA verification
+  // graph's fixed shape (kernels/cuda/graph_policy.h). Attention writes zeros there.
+  bool padded_tail = false;
 };
 
 // Host-side copy of the same (what ModelRunner fills; CPU backend uses it directly). Its

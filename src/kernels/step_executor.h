@@ -6,8 +6,10 @@
 //   eager       every step: upload_batch + forward (CPU always; CUDA with --enforce-eager).
 //   cuda-graph  decode-only steps that fit a graph bucket (graph_policy.h: graph_replay_bucket)
 //               replay a CUDA graph captured per bucket at construction, over persistent input
-//               buffers; every other step (prefill, mixed, larger batches) runs eagerly
-//               (kernels/cuda/graph_executor.h).
+//               buffers; with speculative decoding, verification steps (1..1+K rows per
+//               sequence, every row sampled) replay a verification graph of their bucket
+//               (graph_verify_bucket); every other step (prefill, mixed, larger batches) runs
+//               eagerly (kernels/cuda/graph_executor.h).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,6 +25,11 @@ struct StepExecutorOptions {
   int max_model_len = 1;    // graphs decode contexts up to this length
   int block_size = 16;      // KV block size the batches use
   bool enforce_eager = false;
+  // Speculative decoding: q_max = 1 + K query rows per sequence in a verification step, and
+  // the batch cap above which the engine does not speculate. CUDA graphs are captured for
+  // verification steps up to that cap when spec_query_len >= 2 (0: no speculation).
+  int spec_query_len = 0;
+  int spec_max_batch = 0;
   bool verbose = true;      // one progress line on stderr while capturing
 };
 

@@ -1,10 +1,12 @@
 // The CUDA-graph step executor on a small random Qwen3 model (head_dim 64, written to a temp
 // folder): decode steps replayed from graphs give the hidden states and logits the eager
 // forward gives, a replay allocates nothing, repeated replays do not grow the allocator, and
-// steps that do not qualify (prefill) run eagerly.
+// steps that do not qualify (prefill) run eagerly; speculative verification steps replay their
+// own graphs.
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -200,6 +202,94 @@ TEST(GpuExecutor, GraphReplayMatchesEagerAndDoesNotAllocate) {
   EXPECT_EQ(ex->eager_steps(), eager0 + 1);
   EXPECT_EQ(ex->graph_steps(), graph0);
   EXPECT_EQ(got, want);  // same launches, same algorithms: bitwise
+}
+
+// Speculative verification batch of the first q.size() sequences: sequence i scores q[i] rows
+// (its token and q[i] - 1 drafts) at positions lens[i] .., every row sampled.
+HostBatch verify_batch(const std::vector<int>& q, const std::vector<int>& lens) {
+  HostBatch hb;
+  const int n = int(q.size());
+  hb.num_seqs = n;
+  hb.block_size = kBlock;
+  hb.block_table_stride = kBlocksPerSeq;
+  hb.cu_seqlens_q.push_back(0);
+  for (int i = 0; i < n; ++i) {
+    for (int r = 0; r < q[size_t(i)]; ++r) {
+      const int p = lens[size_t(i)] + r;
+      hb.logits_indices.push_back(int32_t(hb.input_ids.size()));
+      hb.input_ids.push_back(int32_t(rng()() % kV));
+      hb.positions.push_back(p);
+      hb.slot_mapping.push_back((i * kBlocksPerSeq + p / kBlock) * kBlock + p % kBlock);
+    }
+    hb.cu_seqlens_q.push_back(int32_t(hb.input_ids.size()));
+    hb.context_lens.push_back(lens[size_t(i)] + q[size_t(i)]);
+    for (int j = 0; j < kBlocksPerSeq; ++j) hb.block_tables.push_back(i * kBlocksPerSeq + j);
+    hb.max_seqlen_q = std::max(hb.max_seqlen_q, q[size_t(i)]);
+    hb.max_seqlen_k = std::max(hb.max_seqlen_k, hb.context_lens.back());
+  }
+  hb.num_tokens = int(hb.input_ids.size());
+  hb.decode_only = hb.num_tokens == n;
+  return hb;
+}
+
+// Speculative decoding's verification steps (1..1+K rows per sequence) replay verification
+// graphs (bucket x q_max rows, padding rows zeroed) and give what the eager forward gives.
+TEST(GpuExecutor, VerificationGraphMatchesEager) {
+  NV_NEED_GPU();
+  auto* be = backend();
+  const std::string dir = write_model();
+  const ModelConfig mc = ModelConfig::from_dir(dir);
+  DecoderModel model(mc, *be, WeightStore::open_dir(dir), kMaxLen);
+  KVCache kv = KVCache::allocate(*be, mc, kSeqs * kBlocksPerSeq, kBlock);
+  fs::remove_all(dir);
+  std::vector<int> lens(kSeqs);
+  for (auto& l : lens) l = 1 + int(rng()() % (kMaxLen - 8));
+  model.forward_hidden(be->upload_batch(prefill_batch(lens)), kv);
+
+  StepExecutorOptions o;
+  o.max_num_seqs = kSeqs;
+  o.max_model_len = kMaxLen;
+  o.block_size = kBlock;
+  o.spec_query_len = 5;  // K = 4
+  o.spec_max_batch = 8;
+  o.verbose = false;
+  StepForward fwd = [&](const BatchTensors& b) { return model.forward_hidden(b, kv); };
+  auto ex = make_step_executor(*be, fwd, o);
+  ASSERT_STREQ(ex->name(), "cuda-graph");
+  auto& alloc = be->allocator();
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const std::vector<int>& q : std::vector<std::vector<int>>{
+             {5}, {1}, {2, 5, 1}, {5, 5, 5, 5}, {3, 1, 1, 4, 2, 5, 1, 2}, {1, 1, 1, 1, 1, 1, 1, 1, 1}}) {
+      const HostBatch hb = verify_batch(q, lens);
+      const bool fits = int(q.size()) <= 8;  // above the speculation cap: a decode graph or eager
+      const int64_t g0 = ex->graph_steps();
+      be->synchronize();
+      const size_t cur0 = alloc.current_bytes();
+      Tensor hg = ex->run(hb);
+      if (fits) {
+        EXPECT_EQ(alloc.current_bytes(), cur0) << "rows " << hb.num_tokens;
+      }
+      EXPECT_EQ(ex->graph_steps(), g0 + 1) << "rows " << hb.num_tokens;  // 9 x 1: decode graph
+      ASSERT_EQ(hg.size(0), hb.num_tokens);
+      const auto logits_g = download(model.compute_logits(hg));
+      const auto logits_e = download(model.compute_logits(model.forward_hidden(be->upload_batch(hb), kv)));
+      EXPECT_LE(rel_err(logits_g, as_double(logits_e)), 2e-2) << "rows " << hb.num_tokens;
+      for (int r = 0; r < hb.num_tokens; ++r) {
+        auto row_e = logits_e.begin() + int64_t(r) * kV, row_g = logits_g.begin() + int64_t(r) * kV;
+        for (int64_t c = 0; c < kV; ++c) ASSERT_TRUE(std::isfinite(row_g[c])) << "row " << r;
+        const auto te = std::max_element(row_e, row_e + kV) - row_e;
+        const auto tg = std::max_element(row_g, row_g + kV) - row_g;
+        if (te != tg) {
+          EXPECT_LE(std::abs(row_e[te] - row_e[tg]), 2e-2 * std::abs(row_e[te]))
+              << "row " << r << ": top-1 " << tg << " vs eager " << te;
+        }
+      }
+    }
+  }
+  // Nine speculating sequences exceed the cap's buckets: eager.
+  const int64_t e0 = ex->eager_steps();
+  (void)download(ex->run(verify_batch({2, 2, 2, 2, 2, 2, 2, 2, 2}, lens)));
+  EXPECT_EQ(ex->eager_steps(), e0 + 1);
 }
 
 TEST(GpuExecutor, EnforceEagerCapturesNothing) {

@@ -237,6 +237,8 @@ void CudaBackend::attention_impl(const Tensor& qkv, const Tensor& k_cache, const
   a.scale = p.scale;
   a.window = p.sliding_window;
   a.act = qkv.dtype();
+  // Padding rows (graph_policy.h) belong to no sequence, so no kernel writes them: zero them.
+  if (batch.padded_tail) CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, out.nbytes(), stream_));
   if (batch.decode_only && batch.max_seqlen_q == 1) {
     // Each kernel sizes its own partials (v2's split count comes from its occupancy).
     const bool v2 = decode_impl_ == DecodeImpl::kV2;

@@ -1,8 +1,10 @@
 // The CUDA backend's step executor (kernels/step_executor.h, name "cuda-graph"): at
 // construction it captures the hidden-state forward once per decode batch bucket
-// (graph_policy.h, up to min(512, max_num_seqs)) through GraphRunner, with a progress line on
-// stderr; run() replays the bucket's graph for decode-only steps that qualify
-// (graph_replay_bucket) and runs every other step eagerly. A replay allocates nothing: inputs
+// (graph_policy.h, up to min(512, max_num_seqs)) and, with speculative decoding, once per
+// verification bucket (up to the speculation batch cap) through GraphRunner, with a progress
+// line on stderr; run() replays the bucket's graph for decode-only steps that qualify
+// (graph_replay_bucket) and for verification steps (graph_verify_bucket), and runs every other
+// step eagerly. graph_steps counts both kinds of replay. A replay allocates nothing: inputs
 // go through GraphRunner's persistent buffers, intermediates and the [bs, H] outputs were
 // placed in the allocator's graph pool at capture.
 #pragma once

@@ -1,7 +1,10 @@
-// Host-side policy for CUDA-graph decode: which batch sizes get a graph, which graph a batch
-// uses, how wide block tables are, and the layout of the one staging buffer that carries a
-// decode step's inputs. Header-only (no CUDA) so it is unit-tested on the CPU.
+// Host-side policy for CUDA graphs: which batch sizes get a graph, which graph a batch uses,
+// how wide block tables are, and the layout of the one staging buffer that carries a step's
+// inputs. Two kinds of graph: decode (one query token per sequence) and, with speculative
+// decoding, verification (1..q_max query tokens per sequence: the token and its drafts; every
+// row sampled). Header-only (no CUDA) so it is unit-tested on the CPU.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -65,21 +68,25 @@ inline int graph_block_table_width(int max_model_len, int block_size) {
   return max_model_len / block_size + 1;
 }
 
-// Offsets (in int32 elements) of a decode step's inputs in the pinned staging buffer and in
-// the persistent device buffer (identical layouts, one memcpy per step). Every array starts
-// on a 16-element (64-byte) boundary. Sized for the largest bucket `max_batch`.
+// Offsets (in int32 elements) of a step's inputs in the pinned staging buffer and in the
+// persistent device buffer (identical layouts, one memcpy per step). Every array starts on a
+// 16-element (64-byte) boundary. Sized for the largest bucket: `max_batch` sequences and
+// `max_tokens` query tokens (decode graphs: max_batch; verification graphs: bucket * q_max).
 struct DecodeStagingLayout {
-  int max_batch = 0, table_width = 0;
+  int max_batch = 0, max_tokens = 0, table_width = 0;
   int64_t input_ids = 0, positions = 0, slot_mapping = 0, context_lens = 0, cu_seqlens_q = 0,
           logits_indices = 0, block_tables = 0;
   int64_t total = 0;  // int32 elements
 
   static int64_t align16(int64_t n) { return (n + 15) / 16 * 16; }
-  static DecodeStagingLayout make(int max_batch, int table_width) {
-    NV_CHECK(max_batch >= 1 && table_width >= 1, "bad staging layout: max_batch=", max_batch,
-             " table_width=", table_width);
+  static DecodeStagingLayout make(int max_batch, int table_width, int max_tokens = 0) {
+    if (max_tokens == 0) max_tokens = max_batch;
+    NV_CHECK(max_batch >= 1 && table_width >= 1 && max_tokens >= max_batch,
+             "bad staging layout: max_batch=", max_batch, " table_width=", table_width,
+             " max_tokens=", max_tokens);
     DecodeStagingLayout l;
     l.max_batch = max_batch;
+    l.max_tokens = max_tokens;
     l.table_width = table_width;
     int64_t off = 0;
     auto take = [&](int64_t n) {
@@ -87,12 +94,12 @@ struct DecodeStagingLayout {
       off += align16(n);
       return o;
     };
-    l.input_ids = take(max_batch);
-    l.positions = take(max_batch);
-    l.slot_mapping = take(max_batch);
+    l.input_ids = take(max_tokens);
+    l.positions = take(max_tokens);
+    l.slot_mapping = take(max_tokens);
     l.context_lens = take(max_batch);
     l.cu_seqlens_q = take(max_batch + 1);
-    l.logits_indices = take(max_batch);
+    l.logits_indices = take(max_tokens);
     l.block_tables = take(int64_t(max_batch) * table_width);
     l.total = off;
     return l;
@@ -136,6 +143,100 @@ inline void fill_decode_staging(const DecodeStagingLayout& l, int bs, int n,
     }
   }
   dst[l.cu_seqlens_q + bs] = bs;
+}
+
+// ---- Verification graphs (speculative decoding) ----
+//
+// A verification step scores each speculating sequence's last token and its k <= K drafts
+// (1 + k query rows, every row sampled) beside the other sequences' one-token decodes. Its
+// graph for bucket bs is captured with bs sequence slots and T = bs * q_max token rows
+// (q_max = 1 + K): the real sequences fill the first slots with their real cu_seqlens_q, the
+// other slots are empty sequences (no query rows, context 0), and the rows past the real tokens
+// are padding (token 0, position 0, slot -1: no KV store; logits row = itself). The prefill
+// attention kernel only visits the rows of real sequences, so the captured batch says
+// `padded_tail`: the attention op zeroes its output first, and the padding rows carry zeros,
+// not stale memory, through the rest of the forward (MoE routing included).
+
+// Largest verification graph bucket: speculation pays at small batches (CUDA's default cap
+// is 8); a cap raised past this verifies larger batches eagerly rather than capturing graphs
+// of up to 512 x 17 rows.
+constexpr int kMaxVerifyGraphBatch = 64;
+
+// Buckets for verification graphs: the decode list up to the speculation batch cap (above it
+// the engine does not speculate) and kMaxVerifyGraphBatch. Empty when q_max < 2 (no
+// speculation).
+inline std::vector<int> verify_graph_batch_sizes(int max_num_seqs, int spec_max_batch, int q_max) {
+  if (q_max < 2 || spec_max_batch < 1) return {};
+  return graph_batch_sizes(std::min({max_num_seqs, spec_max_batch, kMaxVerifyGraphBatch}));
+}
+
+// Which verification graph a step replays: its bucket, or -1 (eager, or a decode graph). A step
+// qualifies when every sequence has 1..q_max query tokens, every token is sampled in order
+// (logits_indices = 0..num_tokens-1, no prompt-logprob rows), it uses the captured block size,
+// no context exceeds max_model_len and the block tables fit the graphs' width.
+inline int graph_verify_bucket(const HostBatch& hb, const std::vector<int>& buckets, int q_max,
+                               int table_width, int block_size, int max_model_len) {
+  const int n = hb.num_seqs, T = hb.num_tokens;
+  if (buckets.empty() || n < 1 || T < n || T > n * q_max || hb.block_size != block_size) return -1;
+  if (hb.num_extra_rows != 0 || int(hb.logits_indices.size()) != T) return -1;
+  if (int(hb.context_lens.size()) != n || int(hb.cu_seqlens_q.size()) != n + 1) return -1;
+  if (int(hb.input_ids.size()) != T || int(hb.positions.size()) != T ||
+      int(hb.slot_mapping.size()) != T)
+    return -1;
+  for (int r = 0; r < T; ++r)
+    if (hb.logits_indices[size_t(r)] != r) return -1;
+  if (hb.cu_seqlens_q[0] != 0 || hb.cu_seqlens_q[size_t(n)] != T) return -1;
+  for (int i = 0; i < n; ++i) {
+    const int q = hb.cu_seqlens_q[size_t(i) + 1] - hb.cu_seqlens_q[size_t(i)];
+    const int ctx = hb.context_lens[size_t(i)];
+    if (q < 1 || q > q_max || ctx < q || ctx > max_model_len) return -1;
+  }
+  const int stride = hb.block_table_stride;
+  if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return -1;
+  if (stride > table_width) {
+    for (int i = 0; i < n; ++i)
+      for (int j = table_width; j < stride; ++j)
+        if (hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] >= 0) return -1;
+  }
+  return graph_bucket_for(n, buckets);
+}
+
+// Fills the staging buffer for a verification graph of bucket bs (T = bs * q_max rows): the
+// batch's n sequences and num_tokens rows, then empty sequences and padding rows (see above).
+// n = 0 fills an all-padding batch (capture).
+inline void fill_verify_staging(const DecodeStagingLayout& l, int bs, int q_max, const HostBatch& hb,
+                                int32_t* dst) {
+  const int n = hb.num_seqs, T = bs * q_max, nt = hb.num_tokens;
+  NV_CHECK(n >= 0 && n <= bs && bs <= l.max_batch && T <= l.max_tokens && nt >= 0 && nt <= T,
+           "bad verification batch: ", n, " sequences, ", nt, " tokens for bucket ", bs, " x ",
+           q_max, " (staging ", l.max_batch, " x ", l.max_tokens, ")");
+  const int stride = hb.block_table_stride;
+  NV_CHECK(stride >= 0 && hb.block_tables.size() == size_t(n) * size_t(stride) &&
+               (n == 0 || int(hb.cu_seqlens_q.size()) == n + 1) &&
+               int(hb.input_ids.size()) >= nt && int(hb.positions.size()) >= nt &&
+               int(hb.slot_mapping.size()) >= nt && int(hb.context_lens.size()) >= n,
+           "bad verification batch arrays");
+  for (int r = 0; r < T; ++r) {
+    const bool real = r < nt;
+    dst[l.input_ids + r] = real ? hb.input_ids[size_t(r)] : 0;
+    dst[l.positions + r] = real ? hb.positions[size_t(r)] : 0;
+    dst[l.slot_mapping + r] = real ? hb.slot_mapping[size_t(r)] : -1;
+    dst[l.logits_indices + r] = r;
+  }
+  dst[l.cu_seqlens_q] = 0;
+  for (int i = 0; i < bs; ++i) {
+    const bool real = i < n;
+    dst[l.cu_seqlens_q + i + 1] = real ? hb.cu_seqlens_q[size_t(i) + 1] : nt;
+    dst[l.context_lens + i] = real ? hb.context_lens[size_t(i)] : 0;
+    int32_t* row = dst + l.block_tables + int64_t(i) * l.table_width;
+    for (int j = 0; j < l.table_width; ++j)
+      row[j] = real && j < stride ? hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] : -1;
+    if (real) {
+      for (int j = l.table_width; j < stride; ++j)
+        NV_CHECK(hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] < 0, "sequence ", i,
+                 " uses block table entry ", j, " beyond the graph's width ", l.table_width);
+    }
+  }
 }
 
 }  // namespace nanovllm

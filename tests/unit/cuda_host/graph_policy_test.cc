@@ -173,5 +173,115 @@ TEST(CudaGraphPolicy, ReplayNeedsADecodeOnlyBatchSamplingEverySequence) {
   EXPECT_EQ(graph_replay_bucket(bad_tables, buckets, 5, 16, 64), -1);
 }
 
+// A verification batch as ModelRunner::prepare builds it: sequence i has q[i] query rows (its
+// token and q[i] - 1 drafts) at the end of a context of ctx[i] keys, every row sampled.
+HostBatch verify_batch(const std::vector<int>& q, int stride, int block_size = 16) {
+  HostBatch hb;
+  const int n = int(q.size());
+  hb.num_seqs = n;
+  hb.block_size = block_size;
+  hb.block_table_stride = stride;
+  hb.cu_seqlens_q.push_back(0);
+  int t = 0;
+  for (int i = 0; i < n; ++i) {
+    const int ctx = 20 + 3 * i;
+    for (int r = 0; r < q[size_t(i)]; ++r, ++t) {
+      hb.input_ids.push_back(100 + t);
+      hb.positions.push_back(ctx - q[size_t(i)] + r);
+      hb.slot_mapping.push_back(1000 * i + r);
+      hb.logits_indices.push_back(t);
+    }
+    hb.cu_seqlens_q.push_back(t);
+    hb.context_lens.push_back(ctx);
+    hb.max_seqlen_q = std::max(hb.max_seqlen_q, q[size_t(i)]);
+    hb.max_seqlen_k = std::max(hb.max_seqlen_k, ctx);
+    for (int j = 0; j < stride; ++j) hb.block_tables.push_back(j < 2 ? 10 * i + j : -1);
+  }
+  hb.num_tokens = t;
+  hb.decode_only = t == n;
+  return hb;
+}
+
+TEST(CudaGraphPolicy, VerifyBucketList) {
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 8, 1).empty());  // no speculation
+  EXPECT_TRUE(verify_graph_batch_sizes(256, 0, 5).empty());
+  EXPECT_EQ(verify_graph_batch_sizes(256, 8, 5), std::vector<int>({1, 2, 4, 8}));
+  EXPECT_EQ(verify_graph_batch_sizes(3, 8, 5), std::vector<int>({1, 2}));      // max_num_seqs
+  EXPECT_EQ(verify_graph_batch_sizes(512, 512, 5).back(), kMaxVerifyGraphBatch);
+}
+
+TEST(CudaGraphPolicy, VerifyBucketTakesDraftRowsAndRefusesTheRest) {
+  const auto vb = verify_graph_batch_sizes(64, 8, 5);  // 1 2 4 8, q_max 5
+  const int width = 5, bs = 16, len = 64;
+  EXPECT_EQ(graph_verify_bucket(verify_batch({5}, 3), vb, 5, width, bs, len), 1);
+  EXPECT_EQ(graph_verify_bucket(verify_batch({3, 1, 5}, 3), vb, 5, width, bs, len), 4);
+  EXPECT_EQ(graph_verify_bucket(verify_batch({1, 1}, 3), vb, 5, width, bs, len), 2);  // plain decode fits too
+  EXPECT_EQ(graph_verify_bucket(verify_batch(std::vector<int>(8, 2), 3), vb, 5, width, bs, len), 8);
+  EXPECT_EQ(graph_verify_bucket(verify_batch(std::vector<int>(9, 2), 3), vb, 5, width, bs, len), -1);
+  EXPECT_EQ(graph_verify_bucket(verify_batch({6}, 3), vb, 5, width, bs, len), -1);  // > q_max rows
+  EXPECT_EQ(graph_verify_bucket(verify_batch({2}, 3), {}, 5, width, bs, len), -1);  // no graphs
+  EXPECT_EQ(graph_verify_bucket(verify_batch({2}, 3, 32), vb, 5, width, bs, len), -1);
+  EXPECT_EQ(graph_verify_bucket(verify_batch({2, 2}, 3), vb, 5, width, bs, 22), -1);  // ctx 23 > 22
+  HostBatch partial = verify_batch({3, 2}, 3);  // a prefill chunk that samples only its last row
+  partial.logits_indices = {2, 4};
+  EXPECT_EQ(graph_verify_bucket(partial, vb, 5, width, bs, len), -1);
+  HostBatch extra = verify_batch({3, 2}, 3);  // prompt-logprob rows
+  extra.num_extra_rows = 1;
+  EXPECT_EQ(graph_verify_bucket(extra, vb, 5, width, bs, len), -1);
+  HostBatch empty_seq = verify_batch({3, 2}, 3);  // a sequence without rows
+  empty_seq.cu_seqlens_q = {0, 5, 5};
+  EXPECT_EQ(graph_verify_bucket(empty_seq, vb, 5, width, bs, len), -1);
+  HostBatch wide = verify_batch({2}, 8);  // wider tables: fine while the extra entries are unused
+  EXPECT_EQ(graph_verify_bucket(wide, vb, 5, width, bs, len), 1);
+  wide.block_tables[6] = 7;
+  EXPECT_EQ(graph_verify_bucket(wide, vb, 5, width, bs, len), -1);
+}
+
+TEST(CudaGraphPolicy, FillVerifyStagingPadsSequencesAndRows) {
+  const int width = 4, q_max = 3, bucket = 4;
+  const auto l = DecodeStagingLayout::make(8, width, 8 * q_max);
+  EXPECT_EQ(l.max_tokens, 24);
+  std::vector<int32_t> buf(size_t(l.total), 12345);
+  const HostBatch hb = verify_batch({3, 1, 2}, 2);  // 6 rows of 12
+  fill_verify_staging(l, bucket, q_max, hb, buf.data());
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(buf[l.input_ids + r], hb.input_ids[r]);
+    EXPECT_EQ(buf[l.positions + r], hb.positions[r]);
+    EXPECT_EQ(buf[l.slot_mapping + r], hb.slot_mapping[r]);
+  }
+  for (int r = 6; r < bucket * q_max; ++r) {  // padding rows: no KV store
+    EXPECT_EQ(buf[l.input_ids + r], 0);
+    EXPECT_EQ(buf[l.positions + r], 0);
+    EXPECT_EQ(buf[l.slot_mapping + r], -1);
+  }
+  for (int r = 0; r < bucket * q_max; ++r) EXPECT_EQ(buf[l.logits_indices + r], r);
+  const std::vector<int32_t> cu = {0, 3, 4, 6, 6};  // the 4th sequence: empty
+  for (int i = 0; i <= bucket; ++i) EXPECT_EQ(buf[l.cu_seqlens_q + i], cu[size_t(i)]);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(buf[l.context_lens + i], hb.context_lens[size_t(i)]);
+    EXPECT_EQ(buf[l.block_tables + i * width + 0], 10 * i);
+    EXPECT_EQ(buf[l.block_tables + i * width + 1], 10 * i + 1);
+    EXPECT_EQ(buf[l.block_tables + i * width + 2], -1);
+  }
+  EXPECT_EQ(buf[l.context_lens + 3], 0);
+  for (int j = 0; j < width; ++j) EXPECT_EQ(buf[l.block_tables + 3 * width + j], -1);
+  EXPECT_EQ(buf[l.input_ids + bucket * q_max], 12345);  // past the bucket: untouched
+  EXPECT_LE(l.input_ids + 24, l.positions);             // token arrays hold max_tokens
+  // Capture: no sequence at all, every row padding.
+  HostBatch none;
+  fill_verify_staging(l, 2, q_max, none, buf.data());
+  for (int i = 0; i <= 2; ++i) EXPECT_EQ(buf[l.cu_seqlens_q + i], 0);
+  for (int r = 0; r < 6; ++r) EXPECT_EQ(buf[l.slot_mapping + r], -1);
+  // Too many rows or sequences for the bucket, or for the staging buffer: refused.
+  EXPECT_THROW(fill_verify_staging(l, 2, q_max, verify_batch({3, 3, 1}, 2), buf.data()), Error);
+  EXPECT_THROW(fill_verify_staging(l, 8, 4, verify_batch({1}, 2), buf.data()), Error);
+  const HostBatch too_wide = [] {
+    HostBatch b = verify_batch({2}, 6);
+    b.block_tables[5] = 9;
+    return b;
+  }();
+  EXPECT_THROW(fill_verify_staging(l, 1, q_max, too_wide, buf.data()), Error);
+}
+
 }  // namespace
 }  // namespace nanovllm

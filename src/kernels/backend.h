@@ -38,7 +38,8 @@ struct BatchTensors {
   int block_size = 0;
   bool decode_only = false;  // every sequence has exactly one query token
   // Rows past cu_seqlens_q[num_seqs] (up to num_tokens) are padding: a CUDA verification
-  // graph's fixed shape (kernels/cuda/graph_policy.h). Attention writes zeros there.
+  // graph's fixed shape (kernels/cuda/graph_policy.h). Attention writes zeros there (no
+  // kernel visits them), so they stay finite through the forward.
   bool padded_tail = false;
 };
 

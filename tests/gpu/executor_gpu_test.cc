@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -263,11 +264,28 @@ TEST(GpuExecutor, VerificationGraphMatchesEager) {
       const HostBatch hb = verify_batch(q, lens);
       const bool fits = int(q.size()) <= 8;  // above the speculation cap: a decode graph or eager
       const int64_t g0 = ex->graph_steps();
+      // Layer 0's keys before the replay: padding rows (slot -1) must not store any.
+      const auto k_before = download(kv.k[0]);
       be->synchronize();
-      const size_t cur0 = alloc.current_bytes();
+      const size_t cur0 = alloc.current_bytes(), res0 = alloc.reserved_bytes();
       Tensor hg = ex->run(hb);
       if (fits) {
         EXPECT_EQ(alloc.current_bytes(), cur0) << "rows " << hb.num_tokens;
+        EXPECT_EQ(alloc.reserved_bytes(), res0) << "rows " << hb.num_tokens;
+      }
+      {
+        const auto k_after = download(kv.k[0]);
+        const int64_t per_slot = int64_t(k_after.size()) / (int64_t(kSeqs) * kBlocksPerSeq * kBlock);
+        std::vector<bool> written(size_t(kSeqs) * kBlocksPerSeq * kBlock, false);
+        for (int32_t s : hb.slot_mapping) written[size_t(s)] = true;
+        int64_t changed_elsewhere = 0;
+        for (size_t s = 0; s < written.size(); ++s)
+          if (!written[s])
+            for (int64_t c = 0; c < per_slot; ++c)
+              changed_elsewhere += std::memcmp(&k_after[s * size_t(per_slot) + size_t(c)],
+                                               &k_before[s * size_t(per_slot) + size_t(c)],
+                                               sizeof(float)) != 0;  // bits: NaN-safe
+        EXPECT_EQ(changed_elsewhere, 0) << "keys outside the batch's slots changed";
       }
       EXPECT_EQ(ex->graph_steps(), g0 + 1) << "rows " << hb.num_tokens;  // 9 x 1: decode graph
       ASSERT_EQ(hg.size(0), hb.num_tokens);

@@ -154,20 +154,27 @@ inline void fill_decode_staging(const DecodeStagingLayout& l, int bs, int n,
 // other slots are empty sequences (no query rows, context 0), and the rows past the real tokens
 // are padding (token 0, position 0, slot -1: no KV store; logits row = itself). The prefill
 // attention kernel only visits the rows of real sequences, so the captured batch says
-// `padded_tail`: the attention op zeroes its output first, and the padding rows carry zeros,
-// not stale memory, through the rest of the forward (MoE routing included).
+// `padded_tail`: the attention op zeroes its output first. Padding rows then carry finite
+// values (token 0's embedding plus zero attention), not stale pool memory, through the rest of
+// the forward (MoE routing included); they are never returned.
 
 // Largest verification graph bucket: speculation pays at small batches (CUDA's default cap
 // is 8); a cap raised past this verifies larger batches eagerly rather than capturing graphs
 // of up to 512 x 17 rows.
 constexpr int kMaxVerifyGraphBatch = 64;
 
-// Buckets for verification graphs: the decode list up to the speculation batch cap (above it
-// the engine does not speculate) and kMaxVerifyGraphBatch. Empty when q_max < 2 (no
-// speculation).
+// Buckets for verification graphs: the decode list's sizes below cap = min(speculation batch
+// cap (above it the engine does not speculate), max_num_seqs, kMaxVerifyGraphBatch), then the
+// smallest one >= cap (a cap of 12 gets 1, 2, 4, 8, 16). Empty when q_max < 2 (no speculation).
 inline std::vector<int> verify_graph_batch_sizes(int max_num_seqs, int spec_max_batch, int q_max) {
-  if (q_max < 2 || spec_max_batch < 1) return {};
-  return graph_batch_sizes(std::min({max_num_seqs, spec_max_batch, kMaxVerifyGraphBatch}));
+  if (q_max < 2 || spec_max_batch < 1 || max_num_seqs < 1) return {};
+  const int cap = std::min({max_num_seqs, spec_max_batch, kMaxVerifyGraphBatch});
+  std::vector<int> out;
+  for (int b : graph_batch_sizes(kMaxVerifyGraphBatch)) {
+    out.push_back(b);
+    if (b >= cap) break;
+  }
+  return out;
 }
 
 // Which verification graph a step replays: its bucket, or -1 (eager, or a decode graph). A step

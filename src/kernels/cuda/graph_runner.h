@@ -49,7 +49,8 @@ class GraphRunner {
   int table_width() const { return layout_.table_width; }
 
   // Replays the graph for a decode-only batch (hb.num_seqs <= the largest bucket) and returns
-  // the first hb.num_seqs rows of that bucket's output (valid until the next replay of it).
+  // the first hb.num_seqs rows of that bucket's output, valid until the next replay of any
+  // graph (all graphs share the allocator's graph pool).
   Tensor run(const HostBatch& hb);
   // Replays the verification graph of bucket bs (graph_verify_bucket) and returns the first
   // hb.num_tokens rows of its output.

@@ -51,9 +51,9 @@ __global__ void moe_route_kernel(const TL* logits, int64_t T, int E, int k, bool
       if (ob > best || (ob == best && oi < best_id)) best = ob, best_id = oi;
     }
     if (lane == 0) {
-      ids[t * k + j] = best_id;
+      ids[t * k + j] = best_id;  // E (an invalid expert, skipped) only for a NaN row
       weights[t * k + j] = best;
-      p[best_id] = -2.f;  // below every probability: never chosen again
+      if (best_id < E) p[best_id] = -2.f;  // below every probability: never chosen again
     }
     chosen_sum += best;
     __syncwarp();

@@ -206,7 +206,9 @@ TEST(CudaGraphPolicy, VerifyBucketList) {
   EXPECT_TRUE(verify_graph_batch_sizes(256, 8, 1).empty());  // no speculation
   EXPECT_TRUE(verify_graph_batch_sizes(256, 0, 5).empty());
   EXPECT_EQ(verify_graph_batch_sizes(256, 8, 5), std::vector<int>({1, 2, 4, 8}));
-  EXPECT_EQ(verify_graph_batch_sizes(3, 8, 5), std::vector<int>({1, 2}));      // max_num_seqs
+  EXPECT_EQ(verify_graph_batch_sizes(3, 8, 5), std::vector<int>({1, 2, 4}));   // max_num_seqs 3
+  EXPECT_EQ(verify_graph_batch_sizes(256, 12, 5), std::vector<int>({1, 2, 4, 8, 16}));  // cap 12
+  EXPECT_EQ(verify_graph_batch_sizes(256, 1, 2), std::vector<int>({1}));
   EXPECT_EQ(verify_graph_batch_sizes(512, 512, 5).back(), kMaxVerifyGraphBatch);
 }
 
@@ -231,6 +233,21 @@ TEST(CudaGraphPolicy, VerifyBucketTakesDraftRowsAndRefusesTheRest) {
   HostBatch empty_seq = verify_batch({3, 2}, 3);  // a sequence without rows
   empty_seq.cu_seqlens_q = {0, 5, 5};
   EXPECT_EQ(graph_verify_bucket(empty_seq, vb, 5, width, bs, len), -1);
+  HostBatch short_ctx = verify_batch({3, 2}, 3);  // fewer keys than query rows: malformed
+  short_ctx.context_lens[1] = 1;
+  EXPECT_EQ(graph_verify_bucket(short_ctx, vb, 5, width, bs, len), -1);
+  HostBatch offset = verify_batch({3, 2}, 3);  // cu_seqlens_q not starting at 0
+  offset.cu_seqlens_q = {1, 3, 5};
+  EXPECT_EQ(graph_verify_bucket(offset, vb, 5, width, bs, len), -1);
+  HostBatch swapped = verify_batch({3, 2}, 3);  // every row sampled, but out of order
+  std::swap(swapped.logits_indices[0], swapped.logits_indices[1]);
+  EXPECT_EQ(graph_verify_bucket(swapped, vb, 5, width, bs, len), -1);
+  HostBatch short_ids = verify_batch({3, 2}, 3);  // inconsistent arrays: eager reports them
+  short_ids.input_ids.pop_back();
+  EXPECT_EQ(graph_verify_bucket(short_ids, vb, 5, width, bs, len), -1);
+  HostBatch short_slots = verify_batch({3, 2}, 3);
+  short_slots.slot_mapping.pop_back();
+  EXPECT_EQ(graph_verify_bucket(short_slots, vb, 5, width, bs, len), -1);
   HostBatch wide = verify_batch({2}, 8);  // wider tables: fine while the extra entries are unused
   EXPECT_EQ(graph_verify_bucket(wide, vb, 5, width, bs, len), 1);
   wide.block_tables[6] = 7;

@@ -99,9 +99,20 @@ std::string GgufCheckpoint::hf_config_json() const {
   } else if (rs != "none") {
     NV_THROW(where, ": ", a, ".rope.scaling.type '", rs, "' is not supported (none, linear, yarn)");
   }
-  if (refs_.count("rope_freqs.weight"))
-    NV_THROW(where, " has a rope_freqs tensor (per-frequency RoPE factors, e.g. Llama 3.1's "
-             "scaling), which nanovllm does not load from GGUF yet; use the Hugging Face checkpoint");
+  if (refs_.count("rope_freqs.weight")) {
+    // Per-frequency RoPE divisors (llama.cpp's converter writes Llama 3.1's llama3 scaling as
+    // this tensor, not as metadata): into the config, where rope_inv_freq applies them.
+    if (rs != "none")
+      NV_THROW(where, " has a rope_freqs tensor and ", a, ".rope.scaling.type '", rs,
+               "': the two together are not supported");
+    const Tensor ff = get("rope_freqs.weight");
+    if (ff.dtype() != DType::F32 || ff.ndim() != 1 || ff.numel() != head_dim / 2)
+      NV_THROW(where, ": rope_freqs.weight must hold head_dim / 2 = ", head_dim / 2,
+               " F32 factors, got ", ff.str());
+    json factors = json::array();
+    for (int64_t i = 0; i < ff.numel(); ++i) factors.push_back(double(ff.data<float>()[i]));
+    c["rope_freq_factors"] = factors;  // checked (positive, finite) by the config parser
+  }
 
   const Ref* emb = nullptr;
   if (auto it = refs_.find("model.embed_tokens.weight"); it != refs_.end()) emb = &it->second;

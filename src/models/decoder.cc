@@ -121,6 +121,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
     ModelConfig local = c;
     local.rope_theta = c.rope_local_theta;
     local.rope_scaling = RopeScaling{};
+    local.rope_freq_factors.clear();
     cos_sin_local_ = be.to_device(make_cos_sin_table(local, max_positions));
   }
   if (c.scale_embeddings) {
@@ -207,7 +208,9 @@ void DecoderModel::check_all_tensors_used(const ModelConfig& c, const WeightStor
                               n.compare(n.size() - kRotary.size(), kRotary.size(), kRotary) == 0;
     // transformers ignores a stored lm_head when the embeddings are tied (and so do we).
     const bool tied_head = c.tie_word_embeddings && n == c.arch->names.lm_head;
-    if (!rotary_cache && !tied_head) extra.push_back(n);
+    // GGUF's per-frequency RoPE factors went into the config (rope_freq_factors).
+    const bool rope_factors = !c.rope_freq_factors.empty() && n == "rope_freqs.weight";
+    if (!rotary_cache && !tied_head && !rope_factors) extra.push_back(n);
   }
   if (extra.empty()) return;
   std::string list;

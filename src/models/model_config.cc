@@ -160,6 +160,21 @@ ModelConfig ModelConfig::from_json_text(const std::string& text, const std::stri
   c.max_position_embeddings =
       f.opt_pos_int("max_position_embeddings", c.arch->default_max_position_embeddings);
   parse_rope(j, where, c);  // yarn's defaults read max_position_embeddings
+  if (j.contains("rope_freq_factors") && !j["rope_freq_factors"].is_null()) {
+    const json& ff = j["rope_freq_factors"];
+    if (!ff.is_array() || int64_t(ff.size()) != c.head_dim / 2)
+      NV_THROW("field 'rope_freq_factors' in ", where, " must be an array of head_dim / 2 = ",
+               c.head_dim / 2, " numbers");
+    for (const json& v : ff) {
+      if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+        NV_THROW("field 'rope_freq_factors' in ", where, " holds ", v.dump(),
+                 ": every factor must be a positive finite number");
+      c.rope_freq_factors.push_back(v.get<double>());
+    }
+    if (c.rope_scaling.type != "default")
+      NV_THROW("'rope_freq_factors' together with rope scaling '", c.rope_scaling.type, "' in ",
+               where, " is not supported");
+  }
   c.tie_word_embeddings = f.opt_bool("tie_word_embeddings", false);
   c.torch_dtype = parse_torch_dtype(f);
 
@@ -231,6 +246,11 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   for (int i = 0; i < half; ++i) f[size_t(i)] = 1.0 / std::pow(c.rope_theta, 2.0 * i / c.head_dim);
 
   const RopeScaling& s = c.rope_scaling;
+  if (!c.rope_freq_factors.empty()) {  // llama.cpp's freq_factors: theta / factor per pair
+    NV_CHECK(int(c.rope_freq_factors.size()) == half, "rope_freq_factors has ",
+             c.rope_freq_factors.size(), " entries for head_dim ", c.head_dim);
+    for (int i = 0; i < half; ++i) f[size_t(i)] /= c.rope_freq_factors[size_t(i)];
+  }
   if (s.type == "default") return f;
   if (s.type == "linear") {
     for (auto& x : f) x /= s.factor;  // positions stretched by `factor`

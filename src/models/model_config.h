@@ -37,6 +37,10 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
+  // Per-frequency RoPE divisors [head_dim / 2] (GGUF's rope_freqs tensor, e.g. Llama 3.1's
+  // scaling as llama.cpp stores it: pair i turns at theta^(-2i/D) / rope_freq_factors[i]).
+  // Set from a GGUF file (config key "rope_freq_factors"); empty: none.
+  std::vector<double> rope_freq_factors;
   int max_position_embeddings = 2048;
   bool tie_word_embeddings = false;
   // Block options: set by the architecture's configure() (models/arch/), read by the decoder.

@@ -112,6 +112,34 @@ def test_logits_equal_dequantized_checkpoint(arch, ttype, llama_model, qwen_smal
     assert a.shape == b.shape and a.tobytes() == b.tobytes(), np.abs(a - b).max()
 
 
+def test_rope_freqs_factors(llama_model, tmp_path):
+    """A Llama with Llama-3.1 rope scaling, converted as llama.cpp's converter does (the scaling
+    becomes a rope_freqs.weight tensor of per-frequency divisors, no metadata): its GGUF gives
+    the logits of the HF checkpoint with the llama3 rope_scaling (f32 factors against our f64
+    frequencies: equal to rounding), and clearly not those of the unscaled model."""
+    scaled = tmp_path / "llama3"
+    shutil.copytree(llama_model, scaled)
+    cfg = json.load(open(scaled / "config.json"))
+    cfg["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    json.dump(cfg, open(scaled / "config.json", "w"))
+    g = tmp_path / "llama3.gguf"
+    gguf_ref.model_to_gguf(str(scaled), str(g), "F32")
+    r = gguf_ref.GGUFFile(str(g))
+    assert "rope_freqs.weight" in r.tensors and not any("rope.scaling" in k for k in r.kv)
+    factors = r.tensor("rope_freqs.weight")
+    assert factors.min() == 1.0 and factors.max() == 8.0  # some pairs kept, some divided by 8
+    ids = PROMPTS[1]
+    a = logits(str(g), ids, tmp_path / "a.npy")
+    b = logits(str(scaled), ids, tmp_path / "b.npy")
+    c = logits(llama_model, ids, tmp_path / "c.npy")
+    scale = np.abs(b).max()
+    assert np.abs(a - b).max() <= 1e-4 * scale, np.abs(a - b).max() / scale
+    assert np.abs(c - b).max() >= 1e-2 * scale, np.abs(c - b).max() / scale
+    info = json.loads(run_cli("gguf-info", g, "--json"))
+    assert info["config"]["rope_freq_factors"] == [float(x) for x in factors], info["config"]
+
+
 def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_path):
     for model in (qwen_small, llama_model):
         g = tmp_path / (os.path.basename(model) + ".gguf")

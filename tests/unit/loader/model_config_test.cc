@@ -383,6 +383,45 @@ TEST(RopeInvFreq, Llama3) {
   EXPECT_NEAR(f[3], 0.001 / 8, 1e-15);
 }
 
+// GGUF's rope_freqs (config key rope_freq_factors): pair i turns at theta^(-2i/D) / factor[i];
+// the Llama-3 factors of the test above reproduce its frequencies.
+TEST(RopeInvFreq, FreqFactors) {
+  ModelConfig c;
+  c.head_dim = 8;
+  c.rope_theta = 10000;
+  c.rope_freq_factors = {1.0, 1.0, 0.01 / 0.0029753525068469478, 8.0};
+  auto f = rope_inv_freq(c);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_NEAR(f[0], 1.0, 1e-15);
+  EXPECT_NEAR(f[1], 0.1, 1e-15);
+  EXPECT_NEAR(f[2], 0.0029753525068469478, 1e-15);
+  EXPECT_NEAR(f[3], 0.001 / 8, 1e-15);
+
+  // From config text: 64 factors for head_dim 128; wrong count, non-positive or with a rope
+  // scaling type: errors naming the field.
+  std::string factors = "[";
+  for (int i = 0; i < 64; ++i) factors += (i ? ", " : "") + std::to_string(1.0 + i / 8.0);
+  const auto parsed = ModelConfig::from_json_text(with(kQwen3, "rope_freq_factors", factors + "]"), "x");
+  ASSERT_EQ(parsed.rope_freq_factors.size(), 64u);
+  EXPECT_DOUBLE_EQ(parsed.rope_freq_factors[8], 2.0);
+  EXPECT_NEAR(rope_inv_freq(parsed)[8], std::pow(1e6, -16.0 / 128) / 2.0, 1e-15);
+  expect_error([&] { ModelConfig::from_json_text(with(kQwen3, "rope_freq_factors", "[1, 2]"), "x"); },
+               {"rope_freq_factors"});
+  expect_error([&] {
+    ModelConfig::from_json_text(with(kQwen3, "rope_freq_factors", factors + ", 0]"), "x");
+  }, {"rope_freq_factors"});
+  std::string with_zero = "[0";
+  for (int i = 1; i < 64; ++i) with_zero += ", 1";
+  expect_error([&] { ModelConfig::from_json_text(with(kQwen3, "rope_freq_factors", with_zero + "]"), "x"); },
+               {"rope_freq_factors", "positive"});
+  expect_error([&] {
+    ModelConfig::from_json_text(
+        with(with(kQwen3, "rope_freq_factors", factors + "]"), "rope_scaling",
+             R"({"rope_type": "linear", "factor": 2.0})"),
+        "x");
+  }, {"rope_freq_factors", "together with rope scaling"});
+}
+
 // YaRN with D = 16, theta = 10000 (frequencies 10^(-i/2), i = 0..7), original context 2048,
 // beta 32 / 1: the dimension bounds are 16 ln(2048 / (2 pi r)) / (2 ln 10000) = 2.016 (r = 32)
 // -> floor 2 and 5.026 (r = 1) -> ceil 6, so the ramp (i - 2) / 4 is 0 for i <= 2 (keep), 1

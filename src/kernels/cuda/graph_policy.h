@@ -38,6 +38,18 @@ inline int graph_bucket_for(int batch) {
   return graph_bucket_for(batch, graph_batch_sizes(kMaxGraphBatch));
 }
 
+// Whether hb's block tables are consistent (num_seqs rows of block_table_stride) and every
+// sequence's blocks fit a graph's table width (wider rows are fine while the extra entries are
+// unused, -1).
+inline bool block_tables_fit(const HostBatch& hb, int table_width) {
+  const int n = hb.num_seqs, stride = hb.block_table_stride;
+  if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return false;
+  for (int i = 0; stride > table_width && i < n; ++i)
+    for (int j = table_width; j < stride; ++j)
+      if (hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] >= 0) return false;
+  return true;
+}
+
 // Which captured graph a step replays: its bucket, or -1 to run it eagerly. A step replays
 // only when it is decode-only (one query token per sequence), samples every sequence in order
 // (logits_indices = 0..n-1, which the graphs' staging fills in), fits the largest bucket, uses
@@ -50,13 +62,7 @@ inline int graph_replay_bucket(const HostBatch& hb, const std::vector<int>& buck
   if (int(hb.logits_indices.size()) != n || int(hb.context_lens.size()) != n) return -1;
   for (int i = 0; i < n; ++i)
     if (hb.logits_indices[size_t(i)] != i || hb.context_lens[size_t(i)] > max_model_len) return -1;
-  const int stride = hb.block_table_stride;
-  if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return -1;
-  if (stride > table_width) {
-    for (int i = 0; i < n; ++i)
-      for (int j = table_width; j < stride; ++j)
-        if (hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] >= 0) return -1;
-  }
+  if (!block_tables_fit(hb, table_width)) return -1;
   return graph_bucket_for(n, buckets);
 }
 
@@ -198,13 +204,7 @@ inline int graph_verify_bucket(const HostBatch& hb, const std::vector<int>& buck
     const int ctx = hb.context_lens[size_t(i)];
     if (q < 1 || q > q_max || ctx < q || ctx > max_model_len) return -1;
   }
-  const int stride = hb.block_table_stride;
-  if (stride < 0 || hb.block_tables.size() != size_t(n) * size_t(stride)) return -1;
-  if (stride > table_width) {
-    for (int i = 0; i < n; ++i)
-      for (int j = table_width; j < stride; ++j)
-        if (hb.block_tables[size_t(i) * size_t(stride) + size_t(j)] >= 0) return -1;
-  }
+  if (!block_tables_fit(hb, table_width)) return -1;
   return graph_bucket_for(n, buckets);
 }
 

@@ -45,31 +45,9 @@ int GraphRunner::bucket_for(int n) const {
   return graph_bucket_for(n, buckets_);
 }
 
-BatchTensors GraphRunner::batch_for(int bs) const {
+// The captured batch of bs sequences and T token rows: views of the persistent inputs.
+BatchTensors GraphRunner::staged_batch(int bs, int T) const {
   const auto& l = layout_;
-  auto view = [&](int64_t off, Shape shape) {
-    return Tensor::wrap(dev_.data<int32_t>() + off, shape, DType::I32, Device::CUDA, dev_.owner());
-  };
-  BatchTensors b;
-  b.input_ids = view(l.input_ids, {bs});
-  b.positions = view(l.positions, {bs});
-  b.slot_mapping = view(l.slot_mapping, {bs});
-  b.cu_seqlens_q = view(l.cu_seqlens_q, {bs + 1});
-  b.context_lens = view(l.context_lens, {bs});
-  b.block_tables = view(l.block_tables, {bs, l.table_width});
-  b.logits_indices = view(l.logits_indices, {bs});
-  b.num_seqs = bs;
-  b.num_tokens = bs;
-  b.max_seqlen_q = 1;
-  b.max_seqlen_k = max_model_len_;
-  b.block_size = block_size_;
-  b.decode_only = true;
-  return b;
-}
-
-BatchTensors GraphRunner::verify_batch_for(int bs) const {
-  const auto& l = layout_;
-  const int T = bs * q_max_;
   auto view = [&](int64_t off, Shape shape) {
     return Tensor::wrap(dev_.data<int32_t>() + off, shape, DType::I32, Device::CUDA, dev_.owner());
   };
@@ -83,9 +61,21 @@ BatchTensors GraphRunner::verify_batch_for(int bs) const {
   b.logits_indices = view(l.logits_indices, {T});
   b.num_seqs = bs;
   b.num_tokens = T;
-  b.max_seqlen_q = q_max_;
   b.max_seqlen_k = max_model_len_;
   b.block_size = block_size_;
+  return b;
+}
+
+BatchTensors GraphRunner::batch_for(int bs) const {
+  BatchTensors b = staged_batch(bs, bs);
+  b.max_seqlen_q = 1;
+  b.decode_only = true;
+  return b;
+}
+
+BatchTensors GraphRunner::verify_batch_for(int bs) const {
+  BatchTensors b = staged_batch(bs, bs * q_max_);
+  b.max_seqlen_q = q_max_;
   b.decode_only = false;
   b.padded_tail = true;
   return b;

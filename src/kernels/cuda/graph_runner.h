@@ -63,6 +63,7 @@ class GraphRunner {
     cudaGraphExec_t exec = nullptr;
     Tensor out;
   };
+  BatchTensors staged_batch(int bs, int T) const;
   BatchTensors batch_for(int bs) const;
   BatchTensors verify_batch_for(int bs) const;
   void stage(const HostBatch& hb, int bs);

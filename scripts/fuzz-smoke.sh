@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test's fuzz check (tests/fuzz/README.md): every libFuzzer target that `make fuzz` built in
+# make fuzz-smoke (tests/fuzz/README.md): every libFuzzer target that `make fuzz` built in
 # $1 (default build-fuzz) runs for FUZZ_SECONDS (default 5) on its corpus tests/fuzz/corpus/<name>
 # when there is one (read only: new inputs go to $1/fuzz-smoke/<name>/new). Any finding (crash,
 # sanitizer report, leak, timeout, invariant abort) fails the check; the reproducer and the log

@@ -8,9 +8,15 @@
 # with GCC 12 / CMake 3.25 and trixie with GCC 14 / CMake 3.31).
 #
 #   scripts/gpu-build.sh [--bundle DIR] [--build DIR] [--arch 90] [--jobs N]
-#                        [--configure-only] [--keep-going] [TARGET...]
+#                        [--configure-only] [--keep-going] [--host-opt O0] [--syntax-only]
+#                        [TARGET...]
 # Defaults: --bundle <repo>/.gpu-bundle, --build <repo>/build-gpu, --arch 90, --jobs nproc,
 # every target of the minimal CUDA build (-DNANOVLLM_MINIMAL=ON: no server, no CPU benches).
+# --host-opt O0: C/C++ compiled at -O0 instead of -O3 (half the compile time; binaries that are
+# never run). --syntax-only: make test's toolchain check (tests/bundle/bundle_build_check.sh):
+# every C++ file through the compiler's front end only (scripts/syntax-only-cxx.sh; a quarter of
+# an -O3 compile) and every CUDA file compiled by nvcc as always; the object files only, and the
+# links they wait for are skipped (empty outputs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUNDLE="$ROOT/.gpu-bundle"
@@ -19,6 +25,8 @@ ARCH=90
 JOBS="$(nproc)"
 CONFIGURE_ONLY=0
 KEEP_GOING=()
+HOST_OPT=""
+SYNTAX_ONLY=0
 TARGETS=()
 while (($#)); do
   case "$1" in
@@ -28,7 +36,10 @@ while (($#)); do
     --jobs) JOBS="$2"; shift 2 ;;
     --configure-only) CONFIGURE_ONLY=1; shift ;;
     --keep-going) KEEP_GOING=(-- -k 0); shift ;;  # build what builds when a target fails
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --host-opt) HOST_OPT="$2"; shift 2
+                [[ "$HOST_OPT" =~ ^O[0-3s]$ ]] || { echo "gpu-build: --host-opt takes O0..O3 or Os" >&2; exit 2; } ;;
+    --syntax-only) SYNTAX_ONLY=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "gpu-build: unknown option '$1'" >&2; exit 2 ;;
     *) TARGETS+=("$1"); shift ;;
   esac
@@ -84,6 +95,13 @@ ARGS=(-S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_MAKE_PROGRAM="$NINJA" -DCMAKE_BUIL
       "-DOPENBLAS_LIB=$P/lib/$MA/openblas-pthread/libopenblas.a"
       "-Dnlohmann_json_DIR=$P/share/cmake/nlohmann_json"
       "-DGTest_DIR=$P/lib/$MA/cmake/GTest")
+[ -n "$HOST_OPT" ] && ARGS+=("-DCMAKE_CXX_FLAGS_RELEASE=-$HOST_OPT -DNDEBUG" "-DCMAKE_C_FLAGS_RELEASE=-$HOST_OPT -DNDEBUG")
+if ((SYNTAX_ONLY)); then
+  ARGS+=("-DCMAKE_CXX_COMPILER_LAUNCHER=$ROOT/scripts/syntax-only-cxx.sh"
+         "-DCMAKE_CXX_LINKER_LAUNCHER=$ROOT/scripts/syntax-only-cxx.sh")
+else  # a cached build folder may have had them
+  ARGS+=("-DCMAKE_CXX_COMPILER_LAUNCHER=" "-DCMAKE_CXX_LINKER_LAUNCHER=")
+fi
 # Unit tests that need shared data (stories260K) find it in the bundle.
 [ -d "$BUNDLE/models" ] && ARGS+=("-DNANOVLLM_SHARED_DATA=$BUNDLE")
 # CMake >= 4 rejects packages that declare compatibility with CMake < 3.5.
@@ -91,7 +109,14 @@ ARGS=(-S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_MAKE_PROGRAM="$NINJA" -DCMAKE_BUIL
   ARGS+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
 "$CMAKE" "${ARGS[@]}"
 ((CONFIGURE_ONLY)) && exit 0
-if ((${#TARGETS[@]})); then
+if ((SYNTAX_ONLY)); then
+  # Every object file of the build (C++ through the front end, CUDA compiled), nothing linked.
+  mapfile -t OBJS < <("$NINJA" -C "$BUILD" -t targets all | sed -n 's/^\([^:]*\.o\): .*/\1/p')
+  ((${#OBJS[@]})) || { echo "gpu-build: --syntax-only: ninja lists no object files in $BUILD" >&2; exit 1; }
+  echo "gpu-build: --syntax-only: ${#OBJS[@]} object files ($(printf '%s\n' "${OBJS[@]}" | grep -c '\.cu\.o$') CUDA)"
+  NINJA_K=(); ((${#KEEP_GOING[@]})) && NINJA_K=(-k 0)
+  "$NINJA" -C "$BUILD" -j "$JOBS" "${NINJA_K[@]}" "${OBJS[@]}"
+elif ((${#TARGETS[@]})); then
   "$CMAKE" --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" "${KEEP_GOING[@]}"
 else
   "$CMAKE" --build "$BUILD" -j "$JOBS" "${KEEP_GOING[@]}"

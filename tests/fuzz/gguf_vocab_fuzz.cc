@@ -1,14 +1,9 @@
-// libFuzzer target (not built by default; needs clang -fsanitize=fuzzer): a GGUF vocabulary
-// made from the input bytes (model, pre, tokens, types, scores, merges, special ids, flags; often
-// inconsistent on purpose) goes through Tokenizer::from_gguf_vocab. It must either throw
-// nanovllm::Error or give a tokenizer that encodes the rest of the input and stream-decodes it to
-// exactly decode(ids); anything else (another exception, a crash) is a bug. Build e.g.:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address -Isrc -Iinclude \
-//     tests/fuzz/gguf_vocab_fuzz.cc src/tokenizer/{utf8,regex,normalizer,pre_tokenizer,bpe,\
-//     added_vocab,decoder,post_processor,tokenizer_json,tokenizer,incremental,gguf_vocab}.cc \
-//     src/util/json_bounded.cc -lpcre2-8 -lutf8proc -o gguf_vocab_fuzz
-// (or configure with -DNANOVLLM_FUZZ=ON and clang: target fuzz_gguf_vocab). 500k runs found
-// nothing when it was written.
+// Fuzz target (make fuzz: fuzz_gguf_vocab with libFuzzer; make asan: fuzz_smoke_gguf_vocab): a
+// GGUF vocabulary made from the input bytes (model, pre, tokens, types, scores, merges, special
+// ids, flags; often inconsistent on purpose) goes through Tokenizer::from_gguf_vocab. It must
+// either throw nanovllm::Error or give a tokenizer that encodes the rest of the input and
+// stream-decodes it to exactly decode(ids); anything else (another exception, a crash) is a bug.
+// 500k runs found nothing when it was written.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>

@@ -1,6 +1,5 @@
-// libFuzzer target for the chat-template interpreter (not built by default):
-//   clang++ -std=c++20 -fsanitize=fuzzer,address -Isrc -Iinclude tests/fuzz/jinja_fuzz.cc \
-//       src/chat/jinja_*.cc src/chat/chat_template.cc -lutf8proc -o jinja_fuzz
+// Fuzz target for the chat-template interpreter (make fuzz: fuzz_jinja with libFuzzer; make asan:
+// fuzz_smoke_jinja).
 // Any input must either render or throw nanovllm::Error: no crash, hang or other exception.
 #include <cstddef>
 #include <cstdint>

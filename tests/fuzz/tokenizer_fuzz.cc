@@ -1,10 +1,6 @@
-// libFuzzer target (not built by default; needs clang -fsanitize=fuzzer): arbitrary bytes are
-// encoded with the tokenizer in $TOKENIZER_FUZZ_DIR (default: the stories260K one in shared
-// data); the ids must stream-decode to exactly decode(ids), and nothing may crash. Build e.g.:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address -Isrc -Iinclude \
-//     tests/fuzz/tokenizer_fuzz.cc src/tokenizer/{utf8,regex,normalizer,pre_tokenizer,bpe,\
-//     added_vocab,decoder,post_processor,tokenizer_json,tokenizer,incremental}.cc \
-//     -lpcre2-8 -lutf8proc -o tokenizer_fuzz
+// Fuzz target (make fuzz: fuzz_tokenizer with libFuzzer; make asan: fuzz_smoke_tokenizer):
+// arbitrary bytes are encoded with the tokenizer in $TOKENIZER_FUZZ_DIR (default: the stories260K
+// one in shared data); the ids must stream-decode to exactly decode(ids), and nothing may crash.
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>

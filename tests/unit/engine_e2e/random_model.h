@@ -30,6 +30,10 @@ inline std::string random_tiny_model(uint64_t seed = 7) {
     make_random_model(o);
     std::error_code ec;
     std::filesystem::rename(tmp, d, ec);  // fails when another process's copy is there already
+    if (ec && !std::filesystem::exists(d + "/config.json")) {
+      std::filesystem::remove_all(d);  // a partial model left by an interrupted older run
+      std::filesystem::rename(tmp, d, ec);
+    }
     if (ec) std::filesystem::remove_all(tmp);
   }
   return d;

@@ -1,7 +1,7 @@
 // Batch-1 decode against the memory-bandwidth limit, measured in the same run.
 //
 //   bench_decode_roofline --model DIR [--tokens 64] [--rounds 5] [--quantization Q]
-//                         [--lm-head-quantization H] [--json]
+//                         [--lm-head-quantization H] [--json] [--bytes-only]
 //
 // The limit: a decode token reads every weight once (tied models: the embedding once, as the
 // LM head; MoE models: the router and the token's num_experts_per_tok experts of each sparse
@@ -110,7 +110,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string model;
   int tokens = 64, rounds = 5;
-  bool json = false;
+  bool json = false, bytes_only = false;
   Config cfg;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -127,9 +127,10 @@ int main(int argc, char** argv) {
     else if (a == "--quantization") cfg.quantization = next();
     else if (a == "--lm-head-quantization") cfg.lm_head_quantization = next();
     else if (a == "--json") json = true;
+    else if (a == "--bytes-only") bytes_only = true;  // the count alone (bench/benchpy_roofline.py)
     else {
       std::fprintf(stderr, "usage: bench_decode_roofline --model DIR [--tokens N] [--rounds R] "
-                   "[--quantization Q] [--lm-head-quantization H] [--json]\n");
+                   "[--quantization Q] [--lm-head-quantization H] [--json] [--bytes-only]\n");
       return 2;
     }
   }
@@ -139,6 +140,10 @@ int main(int argc, char** argv) {
   }
   try {
     const double wbytes = weight_bytes_per_token(model, ModelRunner::load_options(resolve(cfg)));
+    if (bytes_only) {
+      std::printf("{\"weight_bytes_per_token\": %.0f}\n", wbytes);
+      return 0;
+    }
     cfg.model = model;
     cfg.device = "cpu";
     cfg.max_model_len = 1024;

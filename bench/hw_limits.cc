@@ -1,7 +1,8 @@
 // Hardware ceilings on this machine, and the CPU linear layer against them:
 //  1. memory read bandwidth (STREAM-like: every thread sums its slice of a 1 GiB buffer held in
 //     transparent huge pages, AVX-512 loads when present; best of 5 passes);
-//  2. peak GEMM GFLOP/s: OpenBLAS sgemm, oneDNN f32 matmul, oneDNN bf16 matmul (when supported);
+//  2. arithmetic ceilings (compute_peak.h): f32 FMA and int8 dot issue rates of all threads;
+//     peak GEMM GFLOP/s: OpenBLAS sgemm, oneDNN f32 matmul, oneDNN bf16 matmul (when supported);
 //  3. nanovllm's linear on Qwen3-0.6B shapes: decode (M = 1, bf16 weights) as GB/s of weights,
 //     prefill (M = 512) as GFLOP/s.
 // Usage: bench_hw_limits [--json]. Prints one JSON object with --json.
@@ -25,6 +26,7 @@
 #include "kernels/cpu/bf16_dot_probe.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/simd.h"
+#include "compute_peak.h"
 #include "read_pass.h"
 #include "util/cpu_features.h"
 #include "util/tensor.h"
@@ -76,7 +78,12 @@ int main(int argc, char** argv) {
   out["read_bandwidth_gb_s"] = double(n) * 4 / t / 1e9;
   munmap(map, size_t(n) * 4);
 
-  // 2. Peak GEMM (square, 2048).
+  // 2. Arithmetic ceilings, then peak GEMM (square, 2048).
+  const bench::ComputePeak peak = bench::measure_compute_peak(pool);
+  out["f32_fma_peak_gflops"] = peak.f32_gflops;
+  out["f32_fma_isa"] = peak.f32_isa;
+  out["int8_dot_peak_gops"] = peak.int8_gops;
+  out["int8_dot_isa"] = peak.int8_isa;
   const int S = 2048;
   std::vector<float> A(size_t(S) * S), B(size_t(S) * S), C(size_t(S) * S);
   std::mt19937 rng(1);

@@ -99,7 +99,9 @@ class LlamaServer:
                     "-ctk", "f32", "-ctv", "f32", "-fa", "off"]  # f32 KV, no flash attention (f16 Q): less noise
 
     def __enter__(self):
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # The log goes to a file: a pipe nobody reads fills up and blocks the server.
+        self.errf = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=self.errf, text=True)
         self.url = f"http://127.0.0.1:{self.port}"
         for _ in range(600):
             try:
@@ -108,13 +110,15 @@ class LlamaServer:
                         return self
             except OSError:
                 if self.proc.poll() is not None:
-                    raise SystemExit(f"llama-server exited:\n{self.proc.stderr.read()[-3000:]}")
+                    self.errf.seek(0)
+                    raise SystemExit(f"llama-server exited:\n{self.errf.read()[-3000:]}")
                 time.sleep(0.2)
         raise SystemExit("llama-server did not become healthy")
 
     def __exit__(self, *exc):
         self.proc.kill()
         self.proc.wait()
+        self.errf.close()
 
     def complete(self, prompt, n, n_probs):
         """Greedy tokens, and per step [(id, logprob)] of llama.cpp's n_probs most probable."""

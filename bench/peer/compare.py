@@ -4,7 +4,8 @@ Qwen3-shaped weights, on the CPU, runs alternated, medians, ratios from the same
 
     /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3] [--threads 2]
                                            [--workloads decode1,prefill512,b4,b64,server32]
-                                           [--kv-cache-dtype bf16|f32] [--json OUT]
+                                           [--kv-cache-dtype bf16|f32|int8] [--json OUT]
+    ... --workloads benchpy [--benchpy-seqs 256] [--benchpy-slots 64] [--kv-cache-bytes B]
 
 What it does (everything third-party goes to the ignored cache folder .cache/peer/, or
 $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
@@ -25,9 +26,18 @@ $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
                                                    | nanovllm bench B x (128 + 128) decode tok/s
        server32    32 clients at once, 128 + 128   llama-server -np 32 (unified KV cache)
                    output tok/s (serve_load.py)    | nanovllm serve
+       benchpy     nano-vLLM's bench.py workload (256 sequences, prompts 100-1024 random ids,
+                   100-1024 output tokens each, temperature 0.6, ignore_eos), output tok/s;
+                   not in the default list (an hour or more per engine on 2 cores)
+                   | nanovllm bench --num-seqs N --kv-cache-bytes B (the same draws)
+                   | llama-server -np SLOTS -kvu -c (B / its f16 KV bytes per token): the same
+                   KV bytes; serve_load.run_workload sends the same requests in order, as many
+                   at once as the slots and the cache allow (it cannot preempt, so a request is
+                   admitted only when its whole prompt + max_tokens fits beside the others')
   4. Prints the table (tok/s, medians over rounds) and the ratios; `uptime` load before/after.
 Not a test: nothing here runs in `make test`."""
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -35,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -50,7 +61,9 @@ OURS = {"bf16": [], "int8": ["--quantization", "int8"], "int4": ["--quantization
 PEER = {"bf16": "bf16", "Q8_0": "q8_0", "Q4_0": "q4_0"}
 WORKLOADS = {"decode1": "batch-1 decode tok/s", "prefill512": "prefill, 512-token prompt, tok/s",
              "b4": "128+128, B=4, decode tok/s", "b64": "128+128, B=64, decode tok/s",
-             "server32": "server, 32 concurrent, output tok/s"}
+             "server32": "server, 32 concurrent, output tok/s",
+             "benchpy": "bench.py workload, output tok/s"}
+DEFAULT_WORKLOADS = "decode1,prefill512,b4,b64,server32"
 SERVER_CLIENTS = 32
 
 
@@ -152,29 +165,65 @@ def free_port():
         return s.getsockname()[1]
 
 
-def served(cmd, port):
-    """Starts a server, waits for /health, runs the 32-client load, stops the server."""
+@contextlib.contextmanager
+def running_server(cmd, port):
+    """Starts a server, waits for /health, yields its URL, stops it. Its log goes to a temporary
+    file, never a pipe: nobody reads a pipe while the load runs, and a server that fills one
+    (64 KiB of llama-server's per-request lines) blocks in write() and stops serving."""
     log("+ " + " ".join(map(str, cmd)))
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        serve_load.wait_healthy(url, proc)
+    with tempfile.TemporaryFile(mode="w+") as errf:
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=errf, text=True)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            serve_load.wait_healthy(url, proc)
+            yield url
+        except RuntimeError as e:
+            proc.kill()
+            proc.wait()
+            errf.seek(0)
+            raise SystemExit(f"`{' '.join(map(str, cmd))}`: {e}\n{errf.read()[-3000:]}")
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def served(cmd, port):
+    """The 32-client load against a server started for it."""
+    with running_server(cmd, port) as url:
         return serve_load.run_load(url, clients=SERVER_CLIENTS)["output_tokens_per_s"]
-    except RuntimeError as e:
-        proc.kill()
-        raise SystemExit(f"`{' '.join(map(str, cmd))}`: {e}\n{proc.communicate()[1][-3000:]}")
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
-def ours(nanovllm, mdir, flags, workload, threads, kv_dtype):
+def kv_bytes_per_token(mdir, elem_bytes):
+    with open(os.path.join(mdir, "config.json")) as f:
+        c = json.load(f)
+    d = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    return c["num_hidden_layers"] * c["num_key_value_heads"] * d * 2 * elem_bytes
+
+
+def default_kv_cache_bytes():
+    """The engine's own default budget on the CPU: 20% of the available RAM."""
+    with open("/proc/meminfo") as f:
+        avail = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable:"))
+    return int(avail * 0.2)
+
+
+def ours(nanovllm, mdir, flags, workload, threads, kv_dtype, bp=None):
+    if workload == "benchpy":
+        cmd = [nanovllm, "bench", "--model", mdir, "--num-seqs", bp["seqs"], "--json", "--no-progress",
+               "--threads", threads, "--kv-cache-dtype", kv_dtype, "--kv-cache-bytes", bp["kv_bytes"]] + flags
+        j = json.loads([ln for ln in out(cmd, timeout=8 * 3600).splitlines() if ln.startswith("{")][-1])
+        if (j["prompt_tokens"], j["expected_output_tokens"]) != (bp["prompt_tokens"], bp["output_tokens"]):
+            raise SystemExit(f"nanovllm bench ran another workload: {j['prompt_tokens']} / "
+                             f"{j['expected_output_tokens']} tokens, expected {bp['prompt_tokens']} / "
+                             f"{bp['output_tokens']}")
+        log(f"  nanovllm benchpy: {j['output_tokens_per_s']:.1f} tok/s, {j['seconds']:.0f} s, "
+            f"{j['num_kv_blocks']} blocks of {j['block_size']}, {j['preemptions']} preemptions")
+        return j["output_tokens_per_s"]
     if workload == "server32":
         port = free_port()
         return served([nanovllm, "serve", "--model", mdir, "--served-model-name", "bench", "--port",
@@ -189,7 +238,30 @@ def ours(nanovllm, mdir, flags, workload, threads, kv_dtype):
     return j["prefill_tokens_per_s"] if workload == "prefill512" else j["decode_tokens_per_s"]
 
 
-def peer(gguf, workload, threads):
+def peer_benchpy(gguf, threads, bp):
+    port = free_port()
+    ctx = bp["peer_ctx"]
+    cmd = [os.path.join(LLAMA_BIN, "llama-server"), "-m", gguf, "-t", threads, "-tb", threads, "-np",
+           bp["slots"], "-kvu", "-c", ctx, "-b", "2048", "-ub", "512", "--no-webui", "--alias", "bench",
+           "--host", "127.0.0.1", "--port", port]
+    with running_server(cmd, port) as url:
+        t0 = time.time()
+
+        def progress(done, total):  # a line per tenth, so a long run shows it is moving
+            if done * 10 // total != (done - 1) * 10 // total:
+                log(f"  llama-server benchpy: {done}/{total} requests done, {time.time() - t0:.0f} s")
+        try:
+            r = serve_load.run_workload(url, bp["prompts"], bp["max_tokens"], bp["slots"], ctx, progress=progress)
+        except RuntimeError as e:
+            raise SystemExit(f"llama-server benchpy: {e}")
+    log(f"  llama-server benchpy: {r['output_tokens_per_s']:.1f} tok/s, {r['wall_s']:.0f} s, "
+        f"{ctx} KV tokens, {bp['slots']} slots")
+    return r["output_tokens_per_s"]
+
+
+def peer(gguf, workload, threads, bp=None):
+    if workload == "benchpy":
+        return peer_benchpy(gguf, threads, bp)
     if workload == "server32":
         port = free_port()
         # One unified KV buffer for 32 slots of 128 + 128 tokens (+ headroom), as llama-server
@@ -219,9 +291,16 @@ def main():
                     help="qwen3_moe with --preset qwen3-moe-2b: the MoE comparison (issue 28)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--workloads", default=DEFAULT_WORKLOADS,
+                    help=f"comma-separated, of {', '.join(WORKLOADS)} (default {DEFAULT_WORKLOADS})")
+    ap.add_argument("--benchpy-seqs", type=int, default=256,
+                    help="benchpy: sequences (bench.py's draws for this count; 256 = bench.py itself)")
+    ap.add_argument("--benchpy-slots", type=int, default=64, help="benchpy: llama-server's parallel slots")
+    ap.add_argument("--kv-cache-bytes", type=int, default=0,
+                    help="benchpy: the KV cache bytes of both engines (default: 20%% of the available "
+                         "RAM, nanovllm's own default)")
     ap.add_argument("--nanovllm", default=os.path.join(ROOT, "build", "nanovllm"))
-    ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f32"],
+    ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f32", "int8"],
                     help="nanovllm's KV cache (default bf16: 16-bit like llama.cpp's default f16 cache)")
     ap.add_argument("--formats", default="bf16,int8,int4",
                     help="bit widths to run (each against llama.cpp's: bf16, Q8_0, Q4_0)")
@@ -250,6 +329,18 @@ def main():
     ensure_llama()
     mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch,
                                 [f for f in fmts if a.gguf and f not in ("bf16", "Q8_0", "Q4_0")])
+    bp = None
+    if "benchpy" in workloads:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+        import bench_workload  # the same draws as `nanovllm bench` (and bench.py)
+        prompts, max_tokens = bench_workload.make_workload(num_seqs=a.benchpy_seqs)
+        kv_bytes = a.kv_cache_bytes or default_kv_cache_bytes()
+        bp = {"seqs": a.benchpy_seqs, "slots": a.benchpy_slots, "kv_bytes": kv_bytes,
+              "prompts": prompts, "max_tokens": max_tokens,
+              "prompt_tokens": sum(len(p) for p in prompts), "output_tokens": sum(max_tokens),
+              "peer_ctx": kv_bytes // kv_bytes_per_token(mdir, 2)}  # llama.cpp's f16 cache
+        log(f"benchpy: {a.benchpy_seqs} sequences, {bp['prompt_tokens']} prompt / {bp['output_tokens']} "
+            f"output tokens; KV {kv_bytes / 2**30:.2f} GiB each (llama.cpp: {bp['peer_ctx']} tokens)")
     load0 = uptime()
     t0 = time.time()
     res = {w: {} for w in workloads}  # workload -> engine label -> [tok/s per round]
@@ -258,9 +349,9 @@ def main():
             for fmt, flags in ours_fmts.items():
                 model = ggufs[fmt] if a.gguf else mdir
                 res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, model, flags, w, a.threads,
-                                                                        a.kv_cache_dtype))
+                                                                        a.kv_cache_dtype, bp))
             for fmt in peer_fmts:
-                res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads))
+                res[w].setdefault(f"llama.cpp {fmt}", []).append(peer(ggufs[fmt], w, a.threads, bp))
             log(f"round {r + 1}/{a.rounds} {w}: " + ", ".join(
                 f"{k} {v[-1]:.1f}" for k, v in res[w].items()))
     load1 = uptime()
@@ -270,6 +361,10 @@ def main():
           f"{a.kv_cache_dtype}, llama.cpp f16 (its default); threads {a.threads}; "
           f"{a.rounds} rounds alternated, medians; load (1/5/15 min) before {' '.join(load0)}, "
           f"after {' '.join(load1)}; {time.time() - t0:.0f} s\n")
+    if bp:
+        print(f"benchpy: {bp['seqs']} sequences ({bp['prompt_tokens']} prompt / {bp['output_tokens']} output "
+              f"tokens), KV cache {bp['kv_bytes']} bytes each (llama.cpp -c {bp['peer_ctx']}, "
+              f"{bp['slots']} slots)\n")
     if a.gguf:  # same file: one ratio per type
         print("same GGUF file on both sides; nanovllm --quantization auto\n")
         print("| workload | " + " | ".join(cols) + " | " + " | ".join(f"{f} ratio" for f in fmts) + " |")
@@ -285,6 +380,8 @@ def main():
             json.dump({"arch": a.arch, "preset": a.preset, "threads": a.threads, "rounds": a.rounds,
                        "gguf": a.gguf, "formats": fmts,
                        "kv_cache_dtype": a.kv_cache_dtype, "load_before": load0,
+                       "benchpy": None if bp is None else {k: bp[k] for k in (
+                           "seqs", "slots", "kv_bytes", "peer_ctx", "prompt_tokens", "output_tokens")},
                        "load_after": load1, "runs": res, "medians": med}, f, indent=1)
 
 

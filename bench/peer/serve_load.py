@@ -11,7 +11,8 @@ nanovllm and llama-server accept it). It prints one JSON line:
   output_tokens_per_s = sum(usage.completion_tokens) / (last response - first send)
 plus the wall time and the mean/max request latency. A request that fails, or returns fewer
 tokens than asked, ends the run with an error: a short answer would flatter the number.
-Standard library only; compare.py starts the servers and calls run_load()."""
+run_workload() sends nano-vLLM's bench.py workload instead (compare.py's `benchpy`).
+Standard library only; compare.py starts the servers and calls run_load() / run_workload()."""
 import argparse
 import http.client
 import json
@@ -93,6 +94,68 @@ def run_load(url, clients=32, prompt_len=128, max_tokens=128, seed=0, max_token_
     return {"clients": clients, "prompt_len": prompt_len, "max_tokens": max_tokens,
             "output_tokens": total, "wall_s": wall, "output_tokens_per_s": total / wall,
             "latency_mean_s": statistics.mean(lat), "latency_max_s": max(lat)}
+
+
+def run_workload(url, prompts, max_tokens, slots, budget_tokens, temperature=0.6, timeout=4 * 3600,
+                 model="bench", progress=None):
+    """nano-vLLM's bench.py workload sent to a server (compare.py's `benchpy`): the requests
+    in workload order, each its prompt ids, its max_tokens, `temperature`, ignore_eos. A server
+    without preemption (llama-server) fails a request whose KV cache runs out, so requests are
+    admitted in order while (a) fewer than `slots` are in flight and (b) the in-flight requests'
+    prompt + max_tokens, this one's included, fit in `budget_tokens` (the cache's size): the
+    most a scheduler that reserves each sequence's whole length may run at once. Returns the
+    output tok/s over the wall time from the first send to the last answer."""
+    n = len(prompts)
+    need = [len(p) + m for p, m in zip(prompts, max_tokens)]
+    if max(need) > budget_tokens:
+        raise RuntimeError(f"a request needs {max(need)} tokens, more than the {budget_tokens}-token KV cache")
+    _post(url, {"model": model, "prompt": prompts[0][:8], "max_tokens": 2, "temperature": 0}, timeout)
+    cond = threading.Condition()
+    state = {"next": 0, "inflight": 0, "tokens": 0, "done": 0, "error": None}
+    results = [0] * n
+
+    def worker():
+        while True:
+            with cond:
+                while state["error"] is None and state["next"] < n and (
+                        state["inflight"] >= slots or state["tokens"] + need[state["next"]] > budget_tokens):
+                    cond.wait()
+                if state["error"] is not None or state["next"] >= n:
+                    return
+                i = state["next"]
+                state["next"] += 1
+                state["inflight"] += 1
+                state["tokens"] += need[i]
+            try:
+                r = _post(url, {"model": model, "prompt": prompts[i], "max_tokens": max_tokens[i],
+                                "temperature": temperature, "ignore_eos": True, "seed": i}, timeout)
+                got = r["usage"]["completion_tokens"]
+                err = None if got == max_tokens[i] else f"request {i} returned {got} tokens, not {max_tokens[i]}"
+            except Exception as e:  # noqa: BLE001  (reported once, the run stops)
+                got, err = 0, f"request {i}: {e!r}"
+            with cond:
+                results[i] = got
+                state["inflight"] -= 1
+                state["tokens"] -= need[i]
+                state["done"] += 1
+                if err and state["error"] is None:
+                    state["error"] = err
+                if progress:
+                    progress(state["done"], n)
+                cond.notify_all()
+
+    threads = [threading.Thread(target=worker) for _ in range(min(slots, n))]
+    t0 = time.time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.time() - t0
+    if state["error"]:
+        raise RuntimeError(state["error"])
+    total = sum(results)
+    return {"requests": n, "slots": slots, "budget_tokens": budget_tokens, "output_tokens": total,
+            "wall_s": wall, "output_tokens_per_s": total / wall}
 
 
 def main():

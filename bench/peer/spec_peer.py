@@ -18,7 +18,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import urllib.request
@@ -38,24 +37,15 @@ def llama_run(gguf, prompt, n, threads, spec, k):
         # 48-token drafts, drafted nothing in 128 tokens; ngram-cache nothing either).
         cmd += ["--spec-type", "ngram-map-k", "--spec-ngram-map-k-size-n", "2",
                 "--spec-ngram-map-k-size-m", str(k), "--spec-draft-n-max", str(k)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        C.serve_load.wait_healthy(url, proc)
+    with C.running_server(cmd, port) as url:  # its log in a file: a full pipe would block it
         body = json.dumps({"prompt": prompt, "n_predict": n, "temperature": 0, "top_k": 1,
                            "ignore_eos": True, "cache_prompt": False, "return_tokens": True}).encode()
         req = urllib.request.Request(url + "/completion", data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=600) as r:
             j = json.loads(r.read())
-        t = j["timings"]
-        return {"tok_s": t["predicted_per_second"], "drafted": t.get("draft_n", 0),
-                "accepted": t.get("draft_n_accepted", 0), "tokens": j.get("tokens", [])}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    t = j["timings"]
+    return {"tok_s": t["predicted_per_second"], "drafted": t.get("draft_n", 0),
+            "accepted": t.get("draft_n_accepted", 0), "tokens": j.get("tokens", [])}
 
 
 def ours_run(nv, mdir, prompt, n, threads, spec, k):

@@ -42,21 +42,29 @@ def kv_bytes_per_token(cfg, dtype_bytes=2):
     return cfg["num_hidden_layers"] * cfg["num_key_value_heads"] * d * 2 * dtype_bytes
 
 
-def decode_bytes(cfg, prompts, max_tokens, dtype_bytes=2):
-    """Bytes every decode step of the workload must read, summed over the steps."""
-    w, kv = weight_bytes(cfg, dtype_bytes), kv_bytes_per_token(cfg, dtype_bytes)
+def decode_steps(prompts, max_tokens):
+    """(running sequences, their summed context) of every decode step, all sequences resident:
+    step t (0-based) runs the sequences with max_tokens > t; their contexts are prompt + t."""
     lens = sorted(zip(max_tokens, (len(p) for p in prompts)))
-    total, start = 0, 0
-    # Step t (0-based) runs the sequences with max_tokens > t; their contexts are prompt + t.
+    steps, start = [], 0
+    ctx_sum = sum(p for _, p in lens)
     for t in range(max(max_tokens)):
         while start < len(lens) and lens[start][0] <= t:
+            ctx_sum -= lens[start][1]
             start += 1
         running = len(lens) - start
         if running == 0:
             break
-        ctx = sum(p for _, p in lens[start:]) + running * t
-        total += w + ctx * kv
-    return total
+        steps.append((running, ctx_sum + running * t))
+    return steps
+
+
+def decode_bytes(cfg, prompts, max_tokens, dtype_bytes=2, w=None, kv=None):
+    """Bytes every decode step of the workload must read, summed over the steps: the weights
+    once per step (w, default: every weight at dtype_bytes) plus kv bytes per context token."""
+    w = weight_bytes(cfg, dtype_bytes) if w is None else w
+    kv = kv_bytes_per_token(cfg, dtype_bytes) if kv is None else kv
+    return sum(w + ctx * kv for _, ctx in decode_steps(prompts, max_tokens))
 
 
 def roofline_tokens_per_s(cfg, prompts, max_tokens, bandwidth_bytes_per_s, dtype_bytes=2):

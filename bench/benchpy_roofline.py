@@ -13,8 +13,8 @@ Counts (dense Qwen3 / Qwen2 / Llama configs):
   * KV bytes per context token: layers x KV heads x (K and V) x head_dim x element size (int8:
     each (token, head) row carries its f32 scale, kernels/kv_cache_int8.h);
   * decode, with every sequence resident (the fewest weight reads any schedule can have): step t
-    reads the weights once and the K/V of every running sequence's prompt + t tokens
-    (tests/gpu/bench_workload.py); flops 2 x (linear + LM head parameters) per token plus
+    (t >= 1; the prefill samples each first token) reads the weights once and the K/V of every
+    running sequence's prompt + t tokens (tests/gpu/bench_workload.py); flops 2 x (linear + LM head parameters) per token plus
     attention 4 x layers x q_heads x head_dim per context token;
   * prefill: the prompts once (no recompute), 2 x linear parameters per token, the LM head for
     each sequence's last token, causal attention 4 x layers x q_heads x head_dim x p(p+1)/2.
@@ -49,7 +49,7 @@ def model_shape(cfg):
 
 
 def kv_bytes_per_token(shape, kv_dtype):
-    row = {"bf16": 2 * shape["head_dim"], "f16": 2 * shape["head_dim"], "f32": 4 * shape["head_dim"],
+    row = {"bf16": 2 * shape["head_dim"], "f32": 4 * shape["head_dim"],
            "int8": shape["head_dim"] + 4}[kv_dtype]
     return shape["layers"] * shape["kv_heads"] * 2 * row
 
@@ -86,6 +86,7 @@ def floors(shape, prompts, max_tokens, w, kv, bw, f32, lin_rate, head_rate, pref
     lin, head = shape["linear_params"], shape["head_params"]
     # Decode steps.
     dec_time = dec_bytes = dec_lin = dec_attn = 0.0
+    dec_tokens = 0
     for running, ctx in bench_workload.decode_steps(prompts, max_tokens):
         b = w + ctx * kv
         lf = 2.0 * (lin * running) / lin_rate + 2.0 * head * running / head_rate
@@ -94,6 +95,7 @@ def floors(shape, prompts, max_tokens, w, kv, bw, f32, lin_rate, head_rate, pref
         dec_bytes += b
         dec_lin += 2.0 * (lin + head) * running
         dec_attn += attn_per_ctx * ctx
+        dec_tokens += running
     # Prefill: the prompts (or a measured token count, recompute included, scaled from them).
     p_tokens = sum(len(p) for p in prompts)
     causal = sum(len(p) * (len(p) + 1) / 2 for p in prompts)
@@ -105,7 +107,7 @@ def floors(shape, prompts, max_tokens, w, kv, bw, f32, lin_rate, head_rate, pref
     pf_compute = (2.0 * lin * p_tokens * scale) / lin_rate + (2.0 * head * len(prompts) * scale) / head_rate \
         + pf_attn / f32
     pf_time = max(pf_bytes / bw, pf_compute)
-    all_compute = (dec_lin - 2.0 * head * sum(max_tokens)) / lin_rate + 2.0 * head * sum(max_tokens) / head_rate \
+    all_compute = (dec_lin - 2.0 * head * dec_tokens) / lin_rate + 2.0 * head * dec_tokens / head_rate \
         + dec_attn / f32 + pf_compute
     any_schedule = max((dec_bytes + pf_bytes) / bw, all_compute)
     return {"decode_bytes": dec_bytes, "decode_flops": dec_lin + dec_attn, "decode_attention_flops": dec_attn,
@@ -119,7 +121,7 @@ def main():
     ap.add_argument("--model", required=True, help="Hugging Face model folder (config.json)")
     ap.add_argument("--quantization", default="none", choices=["none", "int8", "int4"])
     ap.add_argument("--lm-head-quantization", default="", help="as nanovllm's flag (default: auto)")
-    ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f16", "f32", "int8"])
+    ap.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "f32", "int8"])
     ap.add_argument("--num-seqs", type=int, default=256)
     ap.add_argument("--min-input-len", type=int, default=100)
     ap.add_argument("--max-input-len", type=int, default=1024)

@@ -111,8 +111,11 @@ class LlamaServer:
             except OSError:
                 if self.proc.poll() is not None:
                     self.errf.seek(0)
-                    raise SystemExit(f"llama-server exited:\n{self.errf.read()[-3000:]}")
+                    tail = self.errf.read()[-3000:]
+                    self.errf.close()
+                    raise SystemExit(f"llama-server exited:\n{tail}")
                 time.sleep(0.2)
+        self.__exit__()
         raise SystemExit("llama-server did not become healthy")
 
     def __exit__(self, *exc):

@@ -33,7 +33,10 @@ $NANOVLLM_PEER_CACHE; nothing of it enters the repository):
                    | llama-server -np SLOTS -kvu -c (B / its f16 KV bytes per token): the same
                    KV bytes; serve_load.run_workload sends the same requests in order, as many
                    at once as the slots and the cache allow (it cannot preempt, so a request is
-                   admitted only when its whole prompt + max_tokens fits beside the others')
+                   admitted only when its whole prompt + max_tokens fits beside the others');
+                   top-k / top-p / min-p off (bench.py samples with the temperature alone).
+                   With -kvu every query's attention spans all the cache's used cells, other
+                   sequences' included (masked): the cost of the unified cache the issue asks for
   4. Prints the table (tok/s, medians over rounds) and the ratios; `uptime` load before/after.
 Not a test: nothing here runs in `make test`."""
 import argparse
@@ -251,7 +254,9 @@ def peer_benchpy(gguf, threads, bp):
             if done * 10 // total != (done - 1) * 10 // total:
                 log(f"  llama-server benchpy: {done}/{total} requests done, {time.time() - t0:.0f} s")
         # A failed request raises RuntimeError: running_server reports it with the server's log.
-        r = serve_load.run_workload(url, bp["prompts"], bp["max_tokens"], bp["slots"], ctx, progress=progress)
+        # Temperature alone, as bench.py: llama-server's own top-k 40 / top-p 0.95 / min-p 0.05 off.
+        r = serve_load.run_workload(url, bp["prompts"], bp["max_tokens"], bp["slots"], ctx, progress=progress,
+                                    sampling={"top_k": 0, "top_p": 1.0, "min_p": 0.0})
     log(f"  llama-server benchpy: {r['output_tokens_per_s']:.1f} tok/s, {r['wall_s']:.0f} s, "
         f"{ctx} KV tokens, {bp['slots']} slots")
     return r["output_tokens_per_s"]

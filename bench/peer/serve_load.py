@@ -97,14 +97,16 @@ def run_load(url, clients=32, prompt_len=128, max_tokens=128, seed=0, max_token_
 
 
 def run_workload(url, prompts, max_tokens, slots, budget_tokens, temperature=0.6, timeout=4 * 3600,
-                 model="bench", progress=None):
+                 model="bench", progress=None, sampling=None):
     """nano-vLLM's bench.py workload sent to a server (compare.py's `benchpy`): the requests
     in workload order, each its prompt ids, its max_tokens, `temperature`, ignore_eos. A server
     without preemption (llama-server) fails a request whose KV cache runs out, so requests are
     admitted in order while (a) fewer than `slots` are in flight and (b) the in-flight requests'
     prompt + max_tokens, this one's included, fit in `budget_tokens` (the cache's size): the
-    most a scheduler that reserves each sequence's whole length may run at once. Returns the
-    output tok/s over the wall time from the first send to the last answer."""
+    most a scheduler that reserves each sequence's whole length may run at once. `sampling`
+    adds request fields (llama-server: its default top-k / top-p / min-p off, as bench.py
+    samples with the temperature alone). Returns the output tok/s over the wall time from the
+    first send to the last answer."""
     n = len(prompts)
     need = [len(p) + m for p, m in zip(prompts, max_tokens)]
     if max(need) > budget_tokens:
@@ -128,7 +130,8 @@ def run_workload(url, prompts, max_tokens, slots, budget_tokens, temperature=0.6
                 state["tokens"] += need[i]
             try:
                 r = _post(url, {"model": model, "prompt": prompts[i], "max_tokens": max_tokens[i],
-                                "temperature": temperature, "ignore_eos": True, "seed": i}, timeout)
+                                "temperature": temperature, "ignore_eos": True, "seed": i,
+                                **(sampling or {})}, timeout)
                 got = r["usage"]["completion_tokens"]
                 err = None if got == max_tokens[i] else f"request {i} returned {got} tokens, not {max_tokens[i]}"
             except Exception as e:  # noqa: BLE001  (reported once, the run stops)
@@ -140,9 +143,10 @@ def run_workload(url, prompts, max_tokens, slots, budget_tokens, temperature=0.6
                 state["done"] += 1
                 if err and state["error"] is None:
                     state["error"] = err
-                if progress:
-                    progress(state["done"], n)
-                cond.notify_all()
+                cond.notify_all()  # before the callback: a callback that raises cannot strand a waiter
+                done = state["done"]
+            if progress:
+                progress(done, n)
 
     threads = [threading.Thread(target=worker) for _ in range(min(slots, n))]
     t0 = time.time()

@@ -112,13 +112,13 @@ def test_roofline_counts_a_toy_model_by_hand():
     prompts, max_tokens = [[0] * 3, [0]], [2, 1]
     w, kv, bw, rate = 100.0, 8.0, 1.0, 1.0  # 1 byte/s and 1 op/s: times are counts
     r = benchpy_roofline.floors(shape, prompts, max_tokens, w, kv, bw, rate, rate, rate)
-    # Decode step 0: both run, contexts 3 + 1; step 1: the first only, context 3 + 1.
-    assert r["decode_bytes"] == (w + 4 * kv) + (w + 4 * kv)
+    # The prefill samples both first tokens; one decode step: the first sequence's token 2
+    # over its 3 + 1 tokens.
+    assert r["decode_bytes"] == w + 4 * kv
     attn = 4 * 2 * 2 * 2  # per context token: 4 x layers x q_heads x head_dim
-    step0 = 2 * (288 + 40) * 2 + attn * 4
     step1 = 2 * (288 + 40) * 1 + attn * 4
-    assert r["decode_flops"] == step0 + step1
-    assert r["decode_floor_s"] == max(w + 4 * kv, step0) + max(w + 4 * kv, step1)
+    assert r["decode_flops"] == step1
+    assert r["decode_floor_s"] == max(w + 4 * kv, step1)
     # Prefill: 4 tokens, causal pairs 3*4/2 + 1 = 7, the head once per sequence.
     assert r["prefill_flops"] == 2 * 288 * 4 + 2 * 40 * 2 + attn * 7
     assert r["floor_s"] == r["decode_floor_s"] + r["prefill_floor_s"]

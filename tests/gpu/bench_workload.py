@@ -5,9 +5,9 @@ sequence a prompt of randint(min_in, max_in) ids, each randint(0, max_token_id);
 prompts, one max_tokens = randint(min_out, max_out) per sequence. Temperature 0.6, ignore_eos.
 
 The roofline: decode is bound by device-memory reads. With every sequence of the workload
-resident (256 <= max_num_seqs, the KV cache holds them all on an 80 GB GPU), decode step t reads
-the weights once plus the K and V of every context token of the sequences still running
-(prompt + t tokens each). Output tokens / (bytes / bandwidth) is the best output tok/s any
+resident (256 <= max_num_seqs, the KV cache holds them all on an 80 GB GPU), decode step t
+(t >= 1: the prefill samples the first token) reads the weights once plus the K and V of every
+context token of the sequences still running (prompt + t tokens each). Output tokens / (bytes / bandwidth) is the best output tok/s any
 engine can reach at that bandwidth; prefill time is left out, so the bound is optimistic.
 """
 import random
@@ -43,12 +43,13 @@ def kv_bytes_per_token(cfg, dtype_bytes=2):
 
 
 def decode_steps(prompts, max_tokens):
-    """(running sequences, their summed context) of every decode step, all sequences resident:
-    step t (0-based) runs the sequences with max_tokens > t; their contexts are prompt + t."""
+    """(running sequences, their summed context) of every decode step, all sequences resident.
+    The prefill samples each sequence's first token; decode step t (t >= 1) runs the sequences
+    with max_tokens > t, each attending over its prompt + t tokens (the query token included)."""
     lens = sorted(zip(max_tokens, (len(p) for p in prompts)))
     steps, start = [], 0
     ctx_sum = sum(p for _, p in lens)
-    for t in range(max(max_tokens)):
+    for t in range(1, max(max_tokens)):
         while start < len(lens) and lens[start][0] <= t:
             ctx_sum -= lens[start][1]
             start += 1

@@ -157,9 +157,10 @@ class Workload(unittest.TestCase):
         self.assertEqual(bench_workload.weight_bytes(cfg), 100)
         self.assertEqual(bench_workload.kv_bytes_per_token(cfg), 8)
         prompts, max_tokens = [[0] * 3, [0] * 5], [1, 2]
-        # step 0: 100 + (3 + 5) * 8 = 164; step 1: 100 + (5 + 1) * 8 = 148
-        self.assertEqual(bench_workload.decode_bytes(cfg, prompts, max_tokens), 312)
-        self.assertAlmostEqual(bench_workload.roofline_tokens_per_s(cfg, prompts, max_tokens, 312), 3.0)
+        # The prefill samples both first tokens; one decode step: the second sequence's
+        # token 2 over its 5 + 1 tokens: 100 + 6 * 8 = 148.
+        self.assertEqual(bench_workload.decode_bytes(cfg, prompts, max_tokens), 148)
+        self.assertAlmostEqual(bench_workload.roofline_tokens_per_s(cfg, prompts, max_tokens, 148), 3.0)
 
     def test_h100_roofline_is_near_issue_13s_estimate(self):
         # Issue 13 estimates ~26k output tok/s on an H100 (~3.35 TB/s datasheet, less measured).

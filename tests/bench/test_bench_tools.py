@@ -26,6 +26,7 @@ class FakeServer:
         self.inflight, self.tokens = 0, 0
         self.max_inflight = self.max_tokens = 0
         self.order = []
+        self.two = threading.Event()  # set once two requests are in flight together
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -43,6 +44,13 @@ class FakeServer:
                         outer.tokens += need
                         outer.max_inflight = max(outer.max_inflight, outer.inflight)
                         outer.max_tokens = max(outer.max_tokens, outer.tokens)
+                        if outer.inflight >= 2:
+                            outer.two.set()
+                # The first request waits (bounded) for a second one in flight: an observable
+                # state, so "requests run side by side" does not hang on timing; a client that
+                # sends one at a time leaves it waiting 5 s and max_inflight at 1.
+                if body.get("seed") == 0:
+                    outer.two.wait(5)
                 time.sleep(0.01 * (1 + body.get("seed", 0) % 3))
                 got = body["max_tokens"] - (1 if short is not None and body.get("seed") == short else 0)
                 with outer.lock:

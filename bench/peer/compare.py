@@ -201,13 +201,6 @@ def served(cmd, port):
         return serve_load.run_load(url, clients=SERVER_CLIENTS)["output_tokens_per_s"]
 
 
-def kv_bytes_per_token(mdir, elem_bytes):
-    with open(os.path.join(mdir, "config.json")) as f:
-        c = json.load(f)
-    d = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
-    return c["num_hidden_layers"] * c["num_key_value_heads"] * d * 2 * elem_bytes
-
-
 def default_kv_cache_bytes():
     """The engine's own default budget on the CPU: 20% of the available RAM."""
     with open("/proc/meminfo") as f:
@@ -337,11 +330,13 @@ def main():
         sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
         import bench_workload  # the same draws as `nanovllm bench` (and bench.py)
         prompts, max_tokens = bench_workload.make_workload(num_seqs=a.benchpy_seqs)
+        with open(os.path.join(mdir, "config.json")) as f:
+            cfg = json.load(f)
         kv_bytes = a.kv_cache_bytes or default_kv_cache_bytes()
         bp = {"seqs": a.benchpy_seqs, "slots": a.benchpy_slots, "kv_bytes": kv_bytes,
               "prompts": prompts, "max_tokens": max_tokens,
               "prompt_tokens": sum(len(p) for p in prompts), "output_tokens": sum(max_tokens),
-              "peer_ctx": kv_bytes // kv_bytes_per_token(mdir, 2)}  # llama.cpp's f16 cache
+              "peer_ctx": kv_bytes // bench_workload.kv_bytes_per_token(cfg, 2)}  # llama.cpp's f16 cache
         log(f"benchpy: {a.benchpy_seqs} sequences, {bp['prompt_tokens']} prompt / {bp['output_tokens']} "
             f"output tokens; KV {kv_bytes / 2**30:.2f} GiB each (llama.cpp: {bp['peer_ctx']} tokens)")
     load0 = uptime()

@@ -78,6 +78,7 @@ template <int MB, int G, bool ZP>
 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  static_assert(kLines % 4 == 0, "the 16-bit sums below take the lines 4 at a time");
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
@@ -90,6 +91,7 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
         const uint8_t* xg = a.x + gi * G;
         __m256i acc[MB];
         for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
+#if NV_QVNNI
         for (int t = 0; t < kLines; ++t) {
           const __m256i v = load256(r + 64 * t + 32 * h);
           const __m256i vlo = _mm256_and_si256(v, lo4);
@@ -100,6 +102,28 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
             acc[m] = dot_u8s8(acc[m], vhi, bcast4(xm + 4));
           }
         }
+#else
+        // Without VNNI the multiplier port is the limit (pmaddubsw, then pmaddwd to widen).
+        // A nibble (<= 15) times |x8| (<= 127) makes pmaddubsw pairs of at most 3810, so eight
+        // of them add exactly in 16 bits (30480 < 32767): one pmaddwd per 4 lines, not per
+        // pmaddubsw. Same integers as the VNNI path, half the multiplier work.
+        for (int t0 = 0; t0 < kLines; t0 += 4) {
+          __m256i s16[MB];
+          for (int m = 0; m < MB; ++m) s16[m] = _mm256_setzero_si256();
+          for (int t = t0; t < t0 + 4; ++t) {
+            const __m256i v = load256(r + 64 * t + 32 * h);
+            const __m256i vlo = _mm256_and_si256(v, lo4);
+            const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            for (int m = 0; m < MB; ++m) {
+              const uint8_t* xm = xg + m * Kp + 8 * t;
+              s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(vlo, bcast4(xm)));
+              s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(vhi, bcast4(xm + 4)));
+            }
+          }
+          for (int m = 0; m < MB; ++m)
+            acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(s16[m], _mm256_set1_epi16(1)));
+        }
+#endif
         const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
         __m256 mn = _mm256_setzero_ps();
         if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));

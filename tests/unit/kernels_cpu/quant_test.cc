@@ -38,6 +38,25 @@ std::vector<double> quantized_row(const float* x, int64_t K) {
   return q;
 }
 
+// The f64 product of the int8-quantized activations with the dequantized weight (plus bias):
+// what the kernels must reproduce up to f32 rounding. x [M, K] f32 -> [M, N].
+std::vector<double> reference_linear(const Tensor& x, const LinearWeight& lw, const float* bias) {
+  const int64_t M = x.size(0), K = x.size(1), N = lw.quant->N;
+  std::vector<float> wq(static_cast<size_t>(K));
+  std::vector<double> ref(size_t(M * N));
+  std::vector<std::vector<double>> xq;
+  for (int64_t m = 0; m < M; ++m) xq.push_back(quantized_row(x.data<float>() + m * K, K));
+  for (int64_t n = 0; n < N; ++n) {
+    cpu::dequantize_row(*lw.quant, n, wq.data());
+    for (int64_t m = 0; m < M; ++m) {
+      double s = bias ? bias[n] : 0.0;
+      for (int64_t k = 0; k < K; ++k) s += xq[size_t(m)][size_t(k)] * wq[size_t(k)];
+      ref[size_t(m * N + n)] = s;
+    }
+  }
+  return ref;
+}
+
 }  // namespace
 
 TEST(Quantize, ParseSchemes) {
@@ -145,19 +164,12 @@ TEST_P(QuantLinearTest, MatchesDequantizedReference) {
   be->linear(x, lw, &b, out);
 
   auto bf = to_f32_vector(b), wf = to_f32_vector(w);
-  std::vector<float> wq(static_cast<size_t>(K));
-  std::vector<double> ref(size_t(M * N)), exact(size_t(M * N));
-  std::vector<std::vector<double>> xq;
-  for (int m = 0; m < M; ++m) xq.push_back(quantized_row(x.data<float>() + m * K, K));
+  const std::vector<double> ref = reference_linear(x, lw, bf.data());
+  std::vector<double> exact(size_t(M * N));
   for (int n = 0; n < N; ++n) {
-    cpu::dequantize_row(*lw.quant, n, wq.data());
     for (int m = 0; m < M; ++m) {
-      double s = bf[size_t(n)], e = bf[size_t(n)];
-      for (int k = 0; k < K; ++k) {
-        s += xq[size_t(m)][size_t(k)] * wq[size_t(k)];
-        e += double(x.data<float>()[m * K + k]) * wf[size_t(n * K + k)];
-      }
-      ref[size_t(m * N + n)] = s;
+      double e = bf[size_t(n)];
+      for (int k = 0; k < K; ++k) e += double(x.data<float>()[m * K + k]) * wf[size_t(n * K + k)];
       exact[size_t(m * N + n)] = e;
     }
   }
@@ -194,6 +206,40 @@ TEST(QuantLinear, ZeroActivationsAndWeights) {
     poison(out);
     be->linear(x, lw, nullptr, out);
     for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(out.data<float>()[i], 0.f) << name << " " << i;
+  }
+}
+
+// The largest integer sums the kernels can meet: every weight at the top (or bottom) code and
+// every activation at +-127. The AVX2 int4 kernel adds eight pmaddubsw results in 16 bits
+// before widening (8 x 2 x 15 x 127 = 30480 <= 32767); one more would wrap, and this test
+// would see it. Rows: +1 everywhere but k = 0 (-1, so the zero-point schemes have a range),
+// the negation, and random; activations +1, -1, alternating and random, M = 4 and 8.
+TEST(QuantLinear, ExtremeCodesStayExact) {
+  auto be = make_cpu_backend(2);
+  const int K = 1024, N = 48;
+  Tensor w = rand_tensor({N, K}, DType::F32, 0.1f);
+  float* wp = w.data<float>();
+  for (int n = 0; n < 32; ++n) {
+    const float sgn = n % 2 ? -1.f : 1.f;
+    for (int k = 0; k < K; ++k) wp[n * K + k] = k == 0 ? -sgn : sgn;
+  }
+  for (int M : {4, 8}) {
+    Tensor x = rand_tensor({M, K}, DType::F32);
+    float* xp = x.data<float>();
+    for (int k = 0; k < K; ++k) {
+      xp[k] = 1.f;
+      xp[K + k] = -1.f;
+      xp[2 * K + k] = k % 2 ? -1.f : 1.f;
+    }
+    for (const char* name : kSchemes) {
+      LinearWeight lw = be->prepare_linear(w, parse_quant_scheme(name));
+      Tensor out = Tensor::empty({M, N}, DType::F32);
+      poison(out);
+      be->linear(x, lw, nullptr, out);
+      const std::vector<double> ref = reference_linear(x, lw, nullptr);
+      EXPECT_LT(max_rel_err(ref, out.data<float>()), 2e-5)
+          << name << " M=" << M << " isa=" << cpu::quantized_isa();
+    }
   }
 }
 

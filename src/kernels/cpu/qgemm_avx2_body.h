@@ -42,6 +42,34 @@ template <int MB>
 void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   const int64_t Kp = w.Kp, steps = Kp / 4;
+  if constexpr (MB == 1) {
+    // Decode: both halves of a 64-byte line in one sweep, so the block streams once, in order.
+    for (int64_t b = b0; b < b1; ++b) {
+      const uint8_t* blk = w.data + b * w.block_bytes;
+      __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+      for (int64_t i = 0; i < steps; ++i) {
+        const __m256i w0 = load256(blk + i * 64), w1 = load256(blk + i * 64 + 32);
+        const __m256i xv = bcast4(a.x + 4 * i);
+#if NV_QVNNI
+        acc0 = dot_u8s8(acc0, xv, w0);
+        acc1 = dot_u8s8(acc1, xv, w1);
+#else
+        acc0 = dot_u8s8(acc0, _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(xv, w0));
+        acc1 = dot_u8s8(acc1, _mm256_sign_epi8(w1, w1), _mm256_sign_epi8(xv, w1));
+#endif
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int64_t n0 = 16 * b + 8 * h;
+        __m256i corr = _mm256_setzero_si256();
+        if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
+        const __m256 sc = _mm256_loadu_ps(w.scales + n0);
+        const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(h ? acc1 : acc0, corr)),
+                                       _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[0])));
+        store_half(out + n0, y, n0, w.N);
+      }
+    }
+    return;
+  }
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
@@ -141,10 +169,72 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
   }
 }
 
+// Decode (one activation row): both halves of each 64-byte line in one sweep, as int8_rows.
+template <int G, bool ZP>
+void int4_rows_m1(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out) {
+  constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  static_assert(kLines % 4 == 0, "the 16-bit sums below take the lines 4 at a time");
+  const int64_t ng = w.Kp / G;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m256 facc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const uint8_t* r = blk + gi * kRec;
+      const uint8_t* xg = a.x + gi * G;
+      __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int t0 = 0; t0 < kLines; t0 += 4) {
+#if !NV_QVNNI
+        __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#endif
+        for (int t = t0; t < t0 + 4; ++t) {
+          const __m256i xlo = bcast4(xg + 8 * t), xhi = bcast4(xg + 8 * t + 4);
+          for (int h = 0; h < 2; ++h) {
+            const __m256i v = load256(r + 64 * t + 32 * h);
+            const __m256i vlo = _mm256_and_si256(v, lo4);
+            const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+#if NV_QVNNI
+            acc[h] = dot_u8s8(dot_u8s8(acc[h], vlo, xlo), vhi, xhi);
+#else  // 16-bit sums of 8 pmaddubsw, as int4_rows
+            s[h] = _mm256_add_epi16(s[h], _mm256_maddubs_epi16(vlo, xlo));
+            s[h] = _mm256_add_epi16(s[h], _mm256_maddubs_epi16(vhi, xhi));
+#endif
+          }
+        }
+#if !NV_QVNNI
+        for (int h = 0; h < 2; ++h)
+          acc[h] = _mm256_add_epi32(acc[h], _mm256_madd_epi16(s[h], _mm256_set1_epi16(1)));
+#endif
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
+        __m256i d = acc[h];
+        if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[gi]));
+        facc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[h]);
+        if constexpr (ZP) {
+          const __m256 mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+          facc[h] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[gi]), mn, facc[h]);
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const int64_t n0 = 16 * b + 8 * h;
+      store_half(out + n0, _mm256_mul_ps(facc[h], _mm256_set1_ps(a.sx[0])), n0, w.N);
+    }
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
   if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if constexpr (MB == 1) {
+    if (w.group == 32)
+      return w.zero_points ? int4_rows_m1<32, true>(w, a, b0, b1, out)
+                           : int4_rows_m1<32, false>(w, a, b0, b1, out);
+    return w.zero_points ? int4_rows_m1<64, true>(w, a, b0, b1, out)
+                         : int4_rows_m1<64, false>(w, a, b0, b1, out);
+  }
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
                          : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);

@@ -213,7 +213,8 @@ TEST(QuantLinear, ZeroActivationsAndWeights) {
 // every activation at +-127. The AVX2 int4 kernel adds eight pmaddubsw results in 16 bits
 // before widening (8 x 2 x 15 x 127 = 30480 <= 32767); one more would wrap, and this test
 // would see it. Rows: +1 everywhere but k = 0 (-1, so the zero-point schemes have a range),
-// the negation, and random; activations +1, -1, alternating and random, M = 4 and 8.
+// the negation, and random; activations +1, -1, alternating and random, M = 1 (the decode
+// kernels), 4 and 8.
 TEST(QuantLinear, ExtremeCodesStayExact) {
   auto be = make_cpu_backend(2);
   const int K = 1024, N = 48;
@@ -223,11 +224,12 @@ TEST(QuantLinear, ExtremeCodesStayExact) {
     const float sgn = n % 2 ? -1.f : 1.f;
     for (int k = 0; k < K; ++k) wp[n * K + k] = k == 0 ? -sgn : sgn;
   }
-  for (int M : {4, 8}) {
+  for (int M : {1, 4, 8}) {
     Tensor x = rand_tensor({M, K}, DType::F32);
     float* xp = x.data<float>();
     for (int k = 0; k < K; ++k) {
       xp[k] = 1.f;
+      if (M < 4) continue;
       xp[K + k] = -1.f;
       xp[2 * K + k] = k % 2 ? -1.f : 1.f;
     }

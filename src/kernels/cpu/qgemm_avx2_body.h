@@ -38,188 +38,129 @@ inline void store_half(float* dst, __m256 v, int64_t n0, int64_t N) {
   for (int64_t i = 0; i < N - n0; ++i) dst[i] = tmp[i];
 }
 
-template <int MB>
+// HB: how many of a block's two 8-row halves one sweep over its lines serves. Decode (MB = 1)
+// takes both (each 64-byte line read whole, the block streamed once, in order); more activation
+// rows take one (registers), and the second sweep finds the block in L1/L2.
+template <int MB, int HB>
 void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   const int64_t Kp = w.Kp, steps = Kp / 4;
-  if constexpr (MB == 1) {
-    // Decode: both halves of a 64-byte line in one sweep, so the block streams once, in order.
-    for (int64_t b = b0; b < b1; ++b) {
-      const uint8_t* blk = w.data + b * w.block_bytes;
-      __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-      for (int64_t i = 0; i < steps; ++i) {
-        const __m256i w0 = load256(blk + i * 64), w1 = load256(blk + i * 64 + 32);
-        const __m256i xv = bcast4(a.x + 4 * i);
-#if NV_QVNNI
-        acc0 = dot_u8s8(acc0, xv, w0);
-        acc1 = dot_u8s8(acc1, xv, w1);
-#else
-        acc0 = dot_u8s8(acc0, _mm256_sign_epi8(w0, w0), _mm256_sign_epi8(xv, w0));
-        acc1 = dot_u8s8(acc1, _mm256_sign_epi8(w1, w1), _mm256_sign_epi8(xv, w1));
-#endif
-      }
-      for (int h = 0; h < 2; ++h) {
-        const int64_t n0 = 16 * b + 8 * h;
-        __m256i corr = _mm256_setzero_si256();
-        if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
-        const __m256 sc = _mm256_loadu_ps(w.scales + n0);
-        const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(h ? acc1 : acc0, corr)),
-                                       _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[0])));
-        store_half(out + n0, y, n0, w.N);
-      }
-    }
-    return;
-  }
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
-    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
-      __m256i acc[MB];
-      for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256i acc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
       for (int64_t i = 0; i < steps; ++i) {
-        const __m256i wv = load256(blk + i * 64 + 32 * h);
+        __m256i wv[HB];
+        for (int hh = 0; hh < HB; ++hh) wv[hh] = load256(blk + i * 64 + 32 * (h0 + hh));
 #if !NV_QVNNI
-        const __m256i aw = _mm256_sign_epi8(wv, wv);
+        __m256i aw[HB];
+        for (int hh = 0; hh < HB; ++hh) aw[hh] = _mm256_sign_epi8(wv[hh], wv[hh]);
 #endif
         for (int m = 0; m < MB; ++m) {
           const __m256i xv = bcast4(a.x + m * Kp + 4 * i);
+          for (int hh = 0; hh < HB; ++hh) {
 #if NV_QVNNI
-          acc[m] = dot_u8s8(acc[m], xv, wv);  // x + 128 (u8) x w (s8)
+            acc[hh][m] = dot_u8s8(acc[hh][m], xv, wv[hh]);  // x + 128 (u8) x w (s8)
 #else
-          acc[m] = dot_u8s8(acc[m], aw, _mm256_sign_epi8(xv, wv));
+            acc[hh][m] = dot_u8s8(acc[hh][m], aw[hh], _mm256_sign_epi8(xv, wv[hh]));
 #endif
+          }
         }
       }
-      const int64_t n0 = 16 * b + 8 * h;
-      __m256i corr = _mm256_setzero_si256();
-      if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
-      const __m256 sc = _mm256_loadu_ps(w.scales + n0);
-      for (int m = 0; m < MB; ++m) {
-        const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[m], corr)),
-                                       _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[m])));
-        store_half(out + m * ldo + n0, y, n0, w.N);
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        __m256i corr = _mm256_setzero_si256();
+        if (a.offset128) corr = _mm256_slli_epi32(load256(w.row_sums + n0), 7);
+        const __m256 sc = _mm256_loadu_ps(w.scales + n0);
+        for (int m = 0; m < MB; ++m) {
+          const __m256 y = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[hh][m], corr)),
+                                         _mm256_mul_ps(sc, _mm256_set1_ps(a.sx[m])));
+          store_half(out + m * ldo + n0, y, n0, w.N);
+        }
       }
     }
   }
 }
 
-template <int MB, int G, bool ZP>
+// int4 partial sums over 4 weight lines. Without VNNI the multiplier port is the limit
+// (pmaddubsw, then pmaddwd to widen): a nibble (<= 15) times |x8| (<= 127) makes pmaddubsw pairs
+// of at most 3810, so the 8 products of 4 lines add exactly in 16 bits (30480 < 32767) and one
+// pmaddwd widens them, not one per pmaddubsw. VNNI sums in 32 bits directly. Same integers.
+inline __m256i nib_dot(__m256i s, __m256i nibbles, __m256i x) {
+#if NV_QVNNI
+  return dot_u8s8(s, nibbles, x);
+#else
+  return _mm256_add_epi16(s, _mm256_maddubs_epi16(nibbles, x));
+#endif
+}
+inline __m256i widen_add(__m256i acc, __m256i s) {
+#if NV_QVNNI
+  return _mm256_add_epi32(acc, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+#endif
+}
+
+template <int MB, int HB, int G, bool ZP>
 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
   constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
-  static_assert(kLines % 4 == 0, "the 16-bit sums below take the lines 4 at a time");
+  static_assert(kLines % 4 == 0, "nib_dot's 16-bit sums take the lines 4 at a time");
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
-    for (int h = 0; h < 2; ++h) {  // rows 8h .. 8h + 7 of the block
-      __m256 facc[MB];
-      for (int m = 0; m < MB; ++m) facc[m] = _mm256_setzero_ps();
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
       for (int64_t gi = 0; gi < ng; ++gi) {
         const uint8_t* r = blk + gi * kRec;
         const uint8_t* xg = a.x + gi * G;
-        __m256i acc[MB];
-        for (int m = 0; m < MB; ++m) acc[m] = _mm256_setzero_si256();
-#if NV_QVNNI
-        for (int t = 0; t < kLines; ++t) {
-          const __m256i v = load256(r + 64 * t + 32 * h);
-          const __m256i vlo = _mm256_and_si256(v, lo4);
-          const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
-          for (int m = 0; m < MB; ++m) {
-            const uint8_t* xm = xg + m * Kp + 8 * t;
-            acc[m] = dot_u8s8(acc[m], vlo, bcast4(xm));
-            acc[m] = dot_u8s8(acc[m], vhi, bcast4(xm + 4));
-          }
-        }
-#else
-        // Without VNNI the multiplier port is the limit (pmaddubsw, then pmaddwd to widen).
-        // A nibble (<= 15) times |x8| (<= 127) makes pmaddubsw pairs of at most 3810, so eight
-        // of them add exactly in 16 bits (30480 < 32767): one pmaddwd per 4 lines, not per
-        // pmaddubsw. Same integers as the VNNI path, half the multiplier work.
+        __m256i acc[HB][MB];
+        for (int hh = 0; hh < HB; ++hh)
+          for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
         for (int t0 = 0; t0 < kLines; t0 += 4) {
-          __m256i s16[MB];
-          for (int m = 0; m < MB; ++m) s16[m] = _mm256_setzero_si256();
+          __m256i s[HB][MB];
+          for (int hh = 0; hh < HB; ++hh)
+            for (int m = 0; m < MB; ++m) s[hh][m] = _mm256_setzero_si256();
           for (int t = t0; t < t0 + 4; ++t) {
-            const __m256i v = load256(r + 64 * t + 32 * h);
-            const __m256i vlo = _mm256_and_si256(v, lo4);
-            const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            __m256i vlo[HB], vhi[HB];
+            for (int hh = 0; hh < HB; ++hh) {
+              const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
+              vlo[hh] = _mm256_and_si256(v, lo4);
+              vhi[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            }
             for (int m = 0; m < MB; ++m) {
               const uint8_t* xm = xg + m * Kp + 8 * t;
-              s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(vlo, bcast4(xm)));
-              s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(vhi, bcast4(xm + 4)));
+              const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
+              for (int hh = 0; hh < HB; ++hh)
+                s[hh][m] = nib_dot(nib_dot(s[hh][m], vlo[hh], xlo), vhi[hh], xhi);
             }
           }
-          for (int m = 0; m < MB; ++m)
-            acc[m] = _mm256_add_epi32(acc[m], _mm256_madd_epi16(s16[m], _mm256_set1_epi16(1)));
+          for (int hh = 0; hh < HB; ++hh)
+            for (int m = 0; m < MB; ++m) acc[hh][m] = widen_add(acc[hh][m], s[hh][m]);
         }
-#endif
-        const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
-        __m256 mn = _mm256_setzero_ps();
-        if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
-        for (int m = 0; m < MB; ++m) {
-          __m256i d = acc[m];
-          if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
-          facc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[m]);
-          if constexpr (ZP) facc[m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
-        }
-      }
-      const int64_t n0 = 16 * b + 8 * h;
-      for (int m = 0; m < MB; ++m)
-        store_half(out + m * ldo + n0, _mm256_mul_ps(facc[m], _mm256_set1_ps(a.sx[m])), n0, w.N);
-    }
-  }
-}
-
-// Decode (one activation row): both halves of each 64-byte line in one sweep, as int8_rows.
-template <int G, bool ZP>
-void int4_rows_m1(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out) {
-  constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
-  static_assert(kLines % 4 == 0, "the 16-bit sums below take the lines 4 at a time");
-  const int64_t ng = w.Kp / G;
-  const __m256i lo4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* blk = w.data + b * w.block_bytes;
-    __m256 facc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t gi = 0; gi < ng; ++gi) {
-      const uint8_t* r = blk + gi * kRec;
-      const uint8_t* xg = a.x + gi * G;
-      __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-      for (int t0 = 0; t0 < kLines; t0 += 4) {
-#if !NV_QVNNI
-        __m256i s[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-#endif
-        for (int t = t0; t < t0 + 4; ++t) {
-          const __m256i xlo = bcast4(xg + 8 * t), xhi = bcast4(xg + 8 * t + 4);
-          for (int h = 0; h < 2; ++h) {
-            const __m256i v = load256(r + 64 * t + 32 * h);
-            const __m256i vlo = _mm256_and_si256(v, lo4);
-            const __m256i vhi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
-#if NV_QVNNI
-            acc[h] = dot_u8s8(dot_u8s8(acc[h], vlo, xlo), vhi, xhi);
-#else  // 16-bit sums of 8 pmaddubsw, as int4_rows
-            s[h] = _mm256_add_epi16(s[h], _mm256_maddubs_epi16(vlo, xlo));
-            s[h] = _mm256_add_epi16(s[h], _mm256_maddubs_epi16(vhi, xhi));
-#endif
+        for (int hh = 0; hh < HB; ++hh) {
+          const int h = h0 + hh;
+          const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
+          __m256 mn = _mm256_setzero_ps();
+          if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+          for (int m = 0; m < MB; ++m) {
+            __m256i d = acc[hh][m];
+            if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+            if constexpr (ZP) facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
           }
         }
-#if !NV_QVNNI
-        for (int h = 0; h < 2; ++h)
-          acc[h] = _mm256_add_epi32(acc[h], _mm256_madd_epi16(s[h], _mm256_set1_epi16(1)));
-#endif
       }
-      for (int h = 0; h < 2; ++h) {
-        const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
-        __m256i d = acc[h];
-        if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[gi]));
-        facc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[h]);
-        if constexpr (ZP) {
-          const __m256 mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
-          facc[h] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[gi]), mn, facc[h]);
-        }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
       }
-    }
-    for (int h = 0; h < 2; ++h) {
-      const int64_t n0 = 16 * b + 8 * h;
-      store_half(out + n0, _mm256_mul_ps(facc[h], _mm256_set1_ps(a.sx[0])), n0, w.N);
     }
   }
 }
@@ -227,19 +168,13 @@ void int4_rows_m1(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, 
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
-  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
-  if constexpr (MB == 1) {
-    if (w.group == 32)
-      return w.zero_points ? int4_rows_m1<32, true>(w, a, b0, b1, out)
-                           : int4_rows_m1<32, false>(w, a, b0, b1, out);
-    return w.zero_points ? int4_rows_m1<64, true>(w, a, b0, b1, out)
-                         : int4_rows_m1<64, false>(w, a, b0, b1, out);
-  }
+  constexpr int HB = MB == 1 ? 2 : 1;
+  if (w.kind == QuantKind::Int8) return int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.group == 32)
-    return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
-                         : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);
-  return w.zero_points ? int4_rows<MB, 64, true>(w, a, b0, b1, out, ldo)
-                       : int4_rows<MB, 64, false>(w, a, b0, b1, out, ldo);
+    return w.zero_points ? int4_rows<MB, HB, 32, true>(w, a, b0, b1, out, ldo)
+                         : int4_rows<MB, HB, 32, false>(w, a, b0, b1, out, ldo);
+  return w.zero_points ? int4_rows<MB, HB, 64, true>(w, a, b0, b1, out, ldo)
+                       : int4_rows<MB, HB, 64, false>(w, a, b0, b1, out, ldo);
 }
 
 }  // namespace

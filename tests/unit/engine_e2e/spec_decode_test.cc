@@ -123,7 +123,8 @@ TEST(SpecDecode, PrefixCacheHitsKeepOutputs) {
 // Philox step of row i is the output position, the penalty history counts the drafts before
 // it, min_tokens suppresses by position. Identical tokens and logprobs (bitwise: 8 sequences of
 // at most 1 + 6 rows stay within the CPU's streaming-GEMM regime of <= 64 rows a step, where
-// f32 weights are batch-invariant; above it f32 weights go to BLAS, see docs/speculative.md).
+// f32 weights are batch-invariant; above it f32 weights go to BLAS, see docs/speculative.md;
+// AVX-512 CPUs: logprobs within a bound, see expect_identical).
 TEST(SpecDecode, SeededSamplingIsIdentical) {
   const auto prompts = repeating_prompts(8, 4);
   std::vector<SamplingParams> params;

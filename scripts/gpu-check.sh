@@ -22,10 +22,12 @@
 #   first failing suite is rerun under compute-sanitizer), attention_bench (decode attention
 #   GB/s vs the HBM read pass, kernels v1 and v2), gemm_bench (cuBLASLt TFLOP/s vs peak), models (random
 #   Qwen3-0.6B-shaped bf16 and `small` bf16; stories260K from the bundle), bench (`nanovllm
-#   bench`: bench.py's 256-sequence workload), bench_candidates (the same with the candidate
-#   attention kernels: NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2), decode_step (step wall time, graphs vs eager),
+#   bench`: bench.py's 256-sequence workload; decode attention v2 is the default since the first
+#   GPU run), bench_candidates (the same with the candidate prefill kernel:
+#   NANOVLLM_CUDA_PREFILL=tc), decode_step (step wall time, graphs vs eager),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
-#   (transformers on the same GPU and weights), eager_vs_graph, engine_e2e_cuda (the engine
+#   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
+#   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
 #   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), hf_bench
 #   (transformers' continuous batching on the same workload:
 #   it gets what is left of the budget), tp_cuda (whether tensor parallelism could run on CUDA
@@ -156,10 +158,11 @@ need models "$NV" && step models 150 bash -c 'set -e; mkdir -p "$MODELS"
   du -sh "$BIG" "$SMALL" | tr "\n" " "; echo'
 need bench "$NV" "$BIG/config.json" && step bench 200 \
   bash -c '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench.json"'
-# The attention kernels that are not the defaults yet (tensor-core prefill, decode v2), end to
-# end on the same workload; the summary gives their speed relative to `bench`.
+# The attention kernel that is not the default yet (tensor-core prefill), end to end on the same
+# workload; the summary gives its speed relative to `bench`. (Decode v2 became the default after
+# the first GPU run, 2026-11-28: 5.3x v1 on this workload.)
 need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
-  env NANOVLLM_CUDA_PREFILL=tc NANOVLLM_CUDA_DECODE=v2 bash -c \
+  env NANOVLLM_CUDA_PREFILL=tc bash -c \
   '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
@@ -180,6 +183,9 @@ for m in "$BUNDLE/models/stories260K-hf-bf16" "$STORIES"; do
 done
 need hf_compare "$NV" "$BIG/config.json" &&
   step hf_compare 180 "$PY" "$T/hf_compare.py" "$NV" --json-out "$LOGDIR/hf_compare.json" "${HF_MODELS[@]}"
+# The tc prefill against transformers (it rounds P to bf16 before P.V): its accuracy gate.
+need hf_compare_tc "$NV" "$BIG/config.json" && step hf_compare_tc 120 env NANOVLLM_CUDA_PREFILL=tc \
+  "$PY" "$T/hf_compare.py" "$NV" --json-out "$LOGDIR/hf_compare_tc.json" "${HF_MODELS[@]}"
 need eager_vs_graph "$NV" "$BIG/config.json" &&
   step eager_vs_graph 120 "$PY" "$T/eager_vs_graph.py" "$NV" --json-out "$LOGDIR/eager_vs_graph.json" "$BIG"
 # docs/determinism.md on CUDA: same-config reruns must repeat; batch layout, batch 1 and chunked

@@ -90,7 +90,7 @@ def result_line(name, data, log_text, all_data=None):
         return "; ".join(f"{m}{' [gate]' if r.get('gate') else ''}: "
                          + (short(r.get("error")) or f"{fmt_logits(r['logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
-    if name == "hf_compare":
+    if name in ("hf_compare", "hf_compare_tc"):
         return "; ".join(f"{m}: " + (short(r.get("error")) or f"cuda {fmt_logits(r['cuda_logits'])}, "
                                      f"cpu {fmt_logits(r['cpu_logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
@@ -125,7 +125,7 @@ def result_line(name, data, log_text, all_data=None):
                 f"{data['seconds']:.1f} s, {data.get('preemptions', '?')} preemptions)")
     if name == "bench_candidates":
         base = (all_data or {}).get("bench") or {}
-        line = (f"{data['output_tokens_per_s']:.0f} out tok/s with tc prefill + v2 decode "
+        line = (f"{data['output_tokens_per_s']:.0f} out tok/s with tc prefill "
                 f"({data['output_tokens']} tok, {data['seconds']:.1f} s)")
         if base.get("output_tokens_per_s"):
             line += f"; {data['output_tokens_per_s'] / base['output_tokens_per_s']:.3f}x the defaults"

@@ -222,7 +222,7 @@ class Summary(unittest.TestCase):
             self.assertAlmostEqual(h["decode_attention_v2_ratio_vs_read_pass"], 0.9)
             self.assertIn("7 passed, 1 failed", text)
             self.assertIn("10000 out tok/s", text)
-            self.assertIn("11000 out tok/s with tc prefill + v2 decode (133966 tok, 12.2 s); 1.100x the defaults",
+            self.assertIn("11000 out tok/s with tc prefill (133966 tok, 12.2 s); 1.100x the defaults",
                           text)
             self.assertAlmostEqual(h["candidates_vs_defaults"], 1.1)
 

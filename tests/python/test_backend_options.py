@@ -12,7 +12,7 @@ def test_defaults_come_from_the_environment():
     assert b.num_threads == int(os.environ.get("NANOVLLM_NUM_THREADS", "0"))
     d = BackendOptions()
     assert (d.num_threads, d.spin_us, d.adaptive_threads, d.cpu_weight_copy) == (0, 2000, True, True)
-    assert (d.linear_path, d.isa, d.cuda_prefill, d.cuda_decode) == ("auto", "", "simple", "v1")
+    assert (d.linear_path, d.isa, d.cuda_prefill, d.cuda_decode) == ("auto", "", "simple", "v2")
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [

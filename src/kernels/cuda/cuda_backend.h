@@ -107,7 +107,7 @@ class CudaBackend : public Backend {
   size_t pinned_bytes_ = 0;
   cudaEvent_t staged_ = nullptr;  // recorded after each copy out of pinned_
   PrefillImpl prefill_impl_ = PrefillImpl::kSimple;
-  DecodeImpl decode_impl_ = DecodeImpl::kV1;
+  DecodeImpl decode_impl_ = DecodeImpl::kV2;
 };
 
 }  // namespace nanovllm::cuda

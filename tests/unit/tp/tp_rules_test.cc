@@ -152,7 +152,7 @@ TEST(ConfigJson, RoundTripsEveryField) {
   c.backend.linear_path = LinearPath::kBlas;
   c.backend.isa = IsaCap::kAvx2;
   c.backend.cuda_prefill = CudaPrefill::kTensorCore;
-  c.backend.cuda_decode = CudaDecode::kV2;
+  c.backend.cuda_decode = CudaDecode::kV1;  // not the default (v2)
   const std::string j = config_to_json(c);
   EXPECT_EQ(config_to_json(config_from_json(j)), j);
   // Every field is in the JSON with its changed value (none left at its default).
@@ -160,7 +160,7 @@ TEST(ConfigJson, RoundTripsEveryField) {
   EXPECT_NE(config_to_json(d), j);
   for (const char* f : {"\"num_threads\":5", "\"spin_us\":6", "\"adaptive_threads\":false",
                         "\"cpu_weight_copy\":false", "\"linear_path\":\"blas\"", "\"isa\":\"avx2\"",
-                        "\"cuda_prefill\":\"tc\"", "\"cuda_decode\":\"v2\""})
+                        "\"cuda_prefill\":\"tc\"", "\"cuda_decode\":\"v1\""})
     EXPECT_THAT(j, HasSubstr(f));
   const Config back = config_from_json(j);
   EXPECT_EQ(back.backend.linear_path, LinearPath::kBlas);

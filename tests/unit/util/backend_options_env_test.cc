@@ -60,7 +60,7 @@ TEST(BackendOptionsEnv, UnsetGivesTheStructDefaults) {
   EXPECT_EQ(e.linear_path, LinearPath::kAuto);
   EXPECT_EQ(e.isa, IsaCap::kNone);
   EXPECT_EQ(e.cuda_prefill, CudaPrefill::kSimple);
-  EXPECT_EQ(e.cuda_decode, CudaDecode::kV1);
+  EXPECT_EQ(e.cuda_decode, CudaDecode::kV2);
 }
 
 TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
@@ -71,7 +71,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   setenv("NANOVLLM_CPU_WEIGHT_COPY", "0", 1);
   setenv("NANOVLLM_ISA", "avx2", 1);
   setenv("NANOVLLM_CUDA_PREFILL", "tc", 1);
-  setenv("NANOVLLM_CUDA_DECODE", "v2", 1);
+  setenv("NANOVLLM_CUDA_DECODE", "v1", 1);  // not the default (v2)
   const Config c;  // Config::backend's default comes from the environment
   EXPECT_EQ(c.backend.num_threads, 3);
   EXPECT_EQ(c.backend.spin_us, 0);
@@ -79,7 +79,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   EXPECT_FALSE(c.backend.cpu_weight_copy);
   EXPECT_EQ(c.backend.isa, IsaCap::kAvx2);
   EXPECT_EQ(c.backend.cuda_prefill, CudaPrefill::kTensorCore);
-  EXPECT_EQ(c.backend.cuda_decode, CudaDecode::kV2);
+  EXPECT_EQ(c.backend.cuda_decode, CudaDecode::kV1);
 }
 
 TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {

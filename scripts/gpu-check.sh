@@ -28,7 +28,8 @@
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
 #   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
-#   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), hf_bench
+#   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), ncu_top (the decode
+#   kernels' time shares and DRAM GB/s under Nsight Compute), hf_bench
 #   (transformers' continuous batching on the same workload:
 #   it gets what is left of the budget), tp_cuda (whether tensor parallelism could run on CUDA
 #   here: NCCL linked, GPU count). The CPU unit tests are not run here: CI runs them.
@@ -196,6 +197,10 @@ need determinism "$NV" "$SMALL/config.json" &&
   step determinism 90 "$PY" "$T/determinism.py" "$NV" --json-out "$LOGDIR/determinism.json" "${DET_MODELS[@]}"
 need engine_e2e_cuda "$BUILD/tests/test_engine_e2e" &&
   step engine_e2e_cuda 120 env NANOVLLM_TEST_DEVICE=cuda "$BUILD/tests/test_engine_e2e"
+
+# Where a decode step's time goes, kernel by kernel (ncu, a window of decode launches).
+need ncu_top "$NV" "$BIG/config.json" &&
+  step ncu_top 120 "$PY" "$T/ncu_top.py" "$NV" "$BIG" --json-out "$LOGDIR/ncu_top.json"
 
 # 5. transformers' own continuous batching gets what is left: it stops itself 20 s before the
 # budget ends (after its own model load and warm-up), and reports the requests finished by then.

@@ -21,6 +21,7 @@ import bench_workload  # noqa: E402
 import deb_extract  # noqa: E402
 import gpu_summary  # noqa: E402
 import logits_compare as lc  # noqa: E402
+import ncu_top  # noqa: E402
 import nv_cli  # noqa: E402
 
 
@@ -453,6 +454,47 @@ class GpuSuiteRunner(unittest.TestCase):
             self.assertIn("Invalid __global__ read of size 4 (--gtest_filter=Bad.C)", text)
             import gpu_summary
             self.assertEqual(gpu_summary.test_counts(text), "32 passed, 2 failed")
+
+
+class NcuTop(unittest.TestCase):
+    CSV = (
+        "bench output line\n==PROF== Connected to process 123\n"
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+        '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"0","1","nanovllm","h","void decode_v2_kernel<bf16, 128, 2>(AttentionArgs, float *)","1","7",'
+        '"(128, 1, 1)","(8, 4, 256)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","1,000,000"\n'
+        '"0","1","nanovllm","h","void decode_v2_kernel<bf16, 128, 2>(AttentionArgs, float *)","1","7",'
+        '"(128, 1, 1)","(8, 4, 256)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","0"\n'
+        '"0","1","nanovllm","h","void decode_v2_kernel<bf16, 128, 2>(AttentionArgs, float *)","1","7",'
+        '"(128, 1, 1)","(8, 4, 256)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","1,000"\n'
+        '"1","1","nanovllm","h","sm90_xmma_gemm_bf16(Params)","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0",'
+        '"Command line profiler metrics","gpu__time_duration.sum","usecond","3"\n'
+        '"1","1","nanovllm","h","sm90_xmma_gemm_bf16(Params)","1","7","(384, 1, 1)","(132, 1, 1)","0","9.0",'
+        '"Command line profiler metrics","dram__bytes_read.sum","Mbyte","6"\n'
+        '"2","1","nanovllm","h","void decode_v2_kernel<bf16, 128, 2>(AttentionArgs, float *)","1","7",'
+        '"(128, 1, 1)","(8, 4, 256)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","1000"\n')
+
+    def test_groups_by_kernel_and_scales_units(self):
+        s = ncu_top.summarize(ncu_top.parse_csv(self.CSV))
+        self.assertEqual(s["launches"], 3)
+        self.assertAlmostEqual(s["total_us"], 5.0)
+        gemm, dec = s["kernels"]
+        self.assertEqual(gemm["name"], "sm90_xmma_gemm_bf16")
+        self.assertAlmostEqual(gemm["share"], 0.6)
+        self.assertAlmostEqual(gemm["dram_gbs"], 2000.0)  # 6 MB in 3 us
+        self.assertEqual(dec["name"], "void decode_v2_kernel<bf16, 128, 2>")
+        self.assertEqual(dec["count"], 2)
+        self.assertAlmostEqual(dec["mean_us"], 1.0)
+        self.assertAlmostEqual(dec["dram_gbs"], 500.0)  # 1 MB in 2 us
+        line = gpu_summary.result_line("ncu_top", s, "")
+        self.assertIn("3 launches, 5 us: sm90_xmma_gemm_bf16 60% (2000 GB/s)", line)
+
+    def test_no_header_or_unknown_unit_is_an_error(self):
+        with self.assertRaisesRegex(ValueError, "no ncu CSV header"):
+            ncu_top.parse_csv("==PROF== nothing profiled\n")
+        bad = self.CSV.replace('"usecond"', '"furlong"')
+        with self.assertRaisesRegex(ValueError, "unknown unit 'furlong'"):
+            ncu_top.parse_csv(bad)
 
 
 class Misc(unittest.TestCase):

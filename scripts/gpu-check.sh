@@ -25,6 +25,7 @@
 #   bench`: bench.py's 256-sequence workload; decode attention v2 is the default since the first
 #   GPU run), bench_candidates (the same with the candidate prefill kernel:
 #   NANOVLLM_CUDA_PREFILL=tc), decode_step (step wall time, graphs vs eager),
+#   step_split (the step's host phases vs the device forward, from the engine's trace),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
 #   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
@@ -167,6 +168,9 @@ need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
   '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
+# The decode step's wall time split into host phases and the device forward (engine trace).
+need step_split "$NV" "$BIG/config.json" &&
+  step step_split 60 "$PY" "$T/step_split.py" "$NV" --json-out "$LOGDIR/step_split.json" "$BIG"
 
 # 4. Comparisons: CPU backend, transformers, eager vs graphs, the engine tests on CUDA.
 # stories260K (Llama, head_dim 8, real weights) and its Qwen2 twin come from the bundle; they are

@@ -94,6 +94,8 @@ def result_line(name, data, log_text, all_data=None):
         return "; ".join(f"{m}: " + (short(r.get("error")) or f"cuda {fmt_logits(r['cuda_logits'])}, "
                                      f"cpu {fmt_logits(r['cpu_logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())
+    if name == "step_split":
+        return data.get("line")
     if name == "ncu_top":
         return (f"{data['launches']} launches, {data['total_us']:.0f} us: " + ", ".join(
             f"{k['name'][:40]} {k['share']:.0%} ({k['dram_gbs']:.0f} GB/s)" for k in data["kernels"][:4]))

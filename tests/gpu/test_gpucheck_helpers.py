@@ -22,6 +22,7 @@ import deb_extract  # noqa: E402
 import gpu_summary  # noqa: E402
 import logits_compare as lc  # noqa: E402
 import ncu_top  # noqa: E402
+import step_split  # noqa: E402
 import nv_cli  # noqa: E402
 
 
@@ -495,6 +496,14 @@ class NcuTop(unittest.TestCase):
         bad = self.CSV.replace('"usecond"', '"furlong"')
         with self.assertRaisesRegex(ValueError, "unknown unit 'furlong'"):
             ncu_top.parse_csv(bad)
+
+
+class StepSplit(unittest.TestCase):
+    def test_line_orders_phases_by_share(self):
+        s = {"itl_ms": {"p50": 3.5}, "step_time_split": {"forward": 0.2, "sample": 0.7, "prepare": 0.1}}
+        self.assertEqual(step_split.split_line(1, s), "bs1: itl p50 3.50 ms (sample 70%, forward 20%, prepare 10%)")
+        self.assertEqual(step_split.split_line(256, {}), "bs256: no decode steps")
+        self.assertEqual(gpu_summary.result_line("step_split", {"line": "x"}, ""), "x")
 
 
 class Misc(unittest.TestCase):

@@ -111,26 +111,10 @@ TEST(GpuSampler, HugeVocabUsesLargeSharedBitmap) {
 
 TEST(GpuSampler, GreedyAndFallbackAreExact) {
   NV_NEED_GPU();
-  const std::vector<float> l = {9.f, 8.f, 7.f, -INFINITY, 1.f, 9.f};
-  const std::vector<uint32_t> m = {0b101011u}, only3 = {0b001000u};
-  const std::vector<int32_t> sup0 = {0}, sup01 = {0, 1, 5};
-  std::vector<SamplingRow> rows(6, make_row(0.f));
-  rows[1].allowed = m;
-  rows[2].allowed = m, rows[2].suppress = sup0;
-  rows[3].allowed = m, rows[3].suppress = sup01;  // nothing samplable: best allowed raw (0)
-  rows[4] = make_row(1.f, 3);
-  rows[4].allowed = only3, rows[4].suppress = sup01;  // the mask holds even in the fallback
-  rows[5] = make_row(2.f, 4);
-  rows[5].suppress = sup01;
-  std::vector<float> logits;
-  for (int r = 0; r < 6; ++r) logits.insert(logits.end(), l.begin(), l.end());
-  const auto g = gpu_sample(logits, 6, rows);
-  const auto c = samplertest::run(logits, 6, rows);
-  EXPECT_EQ(g.tokens, c.tokens);
-  EXPECT_EQ(g.tokens[0], 0);  // tie 0 / 5: lowest index
-  EXPECT_EQ(g.tokens[2], 5);  // 0 suppressed: 5 (logit 9) beats 1 (8); the CPU op agrees
-  EXPECT_EQ(g.tokens[3], 0);
-  EXPECT_EQ(g.tokens[4], 3);
+  const samplertest::FallbackBatch fb;
+  const auto g = gpu_sample(fb.logits, 6, fb.rows);
+  EXPECT_EQ(g.tokens, samplertest::run(fb.logits, 6, fb.rows).tokens);
+  samplertest::FallbackBatch::check(g.tokens);
 }
 
 TEST(GpuSampler, SeededRowsAreBatchInvariant) {

@@ -43,6 +43,39 @@ inline SamplingRow make_row(float temperature, uint64_t seed = 0, uint64_t step 
   return r;
 }
 
+// Six rows over one 6-token row of logits {9, 8, 7, -inf, 1, 9} exercising mask, suppression and
+// the "nothing samplable" fallback; run on the CPU op (processing_test.cc) and on the CUDA op
+// (tests/gpu/sampler_gpu_test.cc). Owns the spans' data. check() asserts the expected tokens.
+struct FallbackBatch {
+  std::vector<uint32_t> m = {0b101011u}, only3 = {0b001000u};  // m: tokens 0, 1, 3, 5
+  std::vector<int32_t> sup0 = {0}, sup01 = {0, 1, 5};
+  std::vector<SamplingRow> rows = std::vector<SamplingRow>(6, make_row(0.f));
+  std::vector<float> logits;
+
+  FallbackBatch() {
+    const std::vector<float> l = {9.f, 8.f, 7.f, -INFINITY, 1.f, 9.f};
+    rows[1].allowed = m;
+    rows[2].allowed = m, rows[2].suppress = sup0;
+    rows[3].allowed = m, rows[3].suppress = sup01;  // nothing samplable: best allowed raw (0)
+    rows[4] = make_row(1.f, 3);
+    rows[4].allowed = only3, rows[4].suppress = sup01;  // the mask holds even in the fallback
+    rows[5] = make_row(2.f, 4);
+    rows[5].suppress = sup01;
+    for (int r = 0; r < 6; ++r) logits.insert(logits.end(), l.begin(), l.end());
+  }
+  // A sixth token ties token 0 at 9, so with 0 suppressed the best allowed token is 5, not 1 (the
+  // GPU test expected 1 until it first ran, 2026-11-28, where the CPU and CUDA ops both said 5).
+  static void check(const std::vector<int32_t>& t) {
+    ASSERT_EQ(t.size(), 6u);
+    EXPECT_EQ(t[0], 0);  // tie 0 / 5: lowest index
+    EXPECT_EQ(t[1], 0);
+    EXPECT_EQ(t[2], 5);
+    EXPECT_EQ(t[3], 0);
+    EXPECT_EQ(t[4], 3);
+    EXPECT_TRUE(t[5] == 2 || t[5] == 4) << t[5];  // sampled among 2, 4 (3: -inf)
+  }
+};
+
 inline std::vector<float> normal_logits(size_t n, float sigma, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, sigma);

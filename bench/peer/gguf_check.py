@@ -28,6 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import compare  # noqa: E402
+import gguf_emulate  # noqa: E402
 
 SHARED = os.path.join(compare.ROOT, "..", "shared", "data", "models", "stories260K-hf")
 TYPES = "Q8_0,Q4_0,Q4_1,Q5_0,Q5_1,Q2_K,Q3_K_M,Q4_K_M,Q5_K_M,Q6_K,IQ4_NL,IQ4_XS"
@@ -51,7 +52,7 @@ def f32_gguf(nanovllm, name, root):
     path = os.path.join(root, name + "-F32.gguf")
     compare.run(["/usr/bin/python3", os.path.join(HERE, "hf_to_gguf.py"), d, path], stdout=subprocess.DEVNULL,
                 env=dict(os.environ, PYTHONPATH=os.path.join(compare.LLAMA, "gguf-py")))
-    return path, json.load(open(os.path.join(d, "config.json")))["vocab_size"]
+    return path, json.load(open(os.path.join(d, "config.json")))["vocab_size"], d
 
 
 def log_softmax(x):
@@ -69,18 +70,36 @@ def logits_pair(nanovllm, llama_logits, path, ids, vocab, root, quant):
     return a, np.load(npy).astype(np.float64)[:, :vocab]
 
 
-def compare_file(nanovllm, llama_logits, path, prompts, vocab, tie, root, quant):
+def kl_rows(a, b):
+    """KL(softmax a || softmax b) per row."""
+    la, lb = log_softmax(a), log_softmax(b)
+    return (np.exp(la) * (la - lb)).sum(axis=1)
+
+
+def compare_file(nanovllm, llama_logits, path, prompts, vocab, tie, root, quant, model_dir=None):
     pairs = [logits_pair(nanovllm, llama_logits, path, ids, vocab, root, quant) for ids in prompts]
     a = np.concatenate([p[0] for p in pairs])
     b = np.concatenate([p[1] for p in pairs])
-    la, lb = log_softmax(a), log_softmax(b)
-    kl = (np.exp(la) * (la - lb)).sum(axis=1)
+    kl = kl_rows(a, b)
     top2 = np.sort(a, axis=1)[:, -2:]
     clear = (top2[:, 1] - top2[:, 0]) > tie
     agree = (a.argmax(1) == b.argmax(1))
-    return {"kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
-            "top1": float(agree[clear].mean()) if clear.any() else 1.0, "positions": int(clear.sum()),
-            "ties_excluded": int((~clear).sum()), "max_abs_logit_diff": float(np.abs(a - b).max())}
+    r = {"kl_mean": float(kl.mean()), "kl_max": float(kl.max()),
+         "top1": float(agree[clear].mean()) if clear.any() else 1.0, "positions": int(clear.sum()),
+         "ties_excluded": int((~clear).sum()), "max_abs_logit_diff": float(np.abs(a - b).max())}
+    if model_dir:
+        # llama.cpp's activation rounding emulated in numpy (gguf_emulate.py), and the exact
+        # dequantized model: if llama.cpp ~= emulation, the gap to nanovllm is that rounding.
+        emu = np.concatenate([gguf_emulate.logits(path, model_dir, ids)[:, :vocab] for ids in prompts])
+        ex = np.concatenate([gguf_emulate.exact_logits(path, model_dir, ids)[:, :vocab] for ids in prompts])
+        kl_e = kl_rows(a, emu)
+        kept = emu.argmax(1) == ex.argmax(1)  # positions where the rounding keeps the exact top-1
+        r.update({"kl_llama_vs_emulation": float(kl_e.mean()),
+                  "top1_llama_vs_emulation": float((a.argmax(1) == emu.argmax(1))[clear].mean()),
+                  "kl_nanovllm_vs_exact": float(kl_rows(b, ex).mean()),
+                  "rounding_flips": int((~kept).sum()),
+                  "top1_where_rounding_keeps_top1": float(agree[clear & kept].mean()) if (clear & kept).any() else 1.0})
+    return r
 
 
 def main():
@@ -92,6 +111,9 @@ def main():
     ap.add_argument("--quantization", default="none",
                     help="nanovllm's --quantization: none (exact dequantized f32 weights) or auto "
                          "(the int8/int4 kernels a GGUF file runs on by default)")
+    ap.add_argument("--emulate", action="store_true",
+                    help="also compare llama.cpp with a numpy emulation of its activation rounding "
+                         "(gguf_emulate.py) and report top-1 where that rounding keeps the exact top-1")
     ap.add_argument("--json")
     a = ap.parse_args()
     compare.ensure_llama()
@@ -99,7 +121,7 @@ def main():
     with tempfile.TemporaryDirectory() as root:
         exe = build_llama_logits(root)
         for name in a.models.split(","):
-            f32, vocab = f32_gguf(a.nanovllm, name, root)
+            f32, vocab, model_dir = f32_gguf(a.nanovllm, name, root)
             rng = np.random.RandomState(11)
             prompts = [[1] + [int(i) for i in rng.randint(3, min(vocab, 20000), size=63)] for _ in range(4)]
             for t in ["F32"] + a.types.split(","):
@@ -108,12 +130,18 @@ def main():
                     path = os.path.join(root, f"{name}-{t}.gguf")
                     compare.run([os.path.join(compare.LLAMA_BIN, "llama-quantize"), f32, path, t],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                r = {"model": name, "type": t, "quantization": a.quantization, **compare_file(a.nanovllm, exe, path, prompts, vocab, a.tie, root, a.quantization)}
+                r = {"model": name, "type": t, "quantization": a.quantization, **compare_file(a.nanovllm, exe, path, prompts, vocab, a.tie, root, a.quantization,
+                                  model_dir if a.emulate else None)}
                 r["ok"] = r["kl_mean"] <= 1e-3 and r["top1"] >= 0.99
                 rows.append(r)
                 print(f"{name:12s} {t:7s} KL mean {r['kl_mean']:.2e} max {r['kl_max']:.2e}  top-1 {r['top1']*100:5.1f}% "
                       f"of {r['positions']} (ties {r['ties_excluded']})  max |dlogit| {r['max_abs_logit_diff']:.3f}"
                       f"{'' if r['ok'] else '  <-- MISS'}", flush=True)
+                if a.emulate:
+                    print(f"{'':20s} llama.cpp vs its emulation: KL {r['kl_llama_vs_emulation']:.1e} top-1 "
+                          f"{r['top1_llama_vs_emulation']*100:5.1f}%; nanovllm vs exact: KL {r['kl_nanovllm_vs_exact']:.1e}; "
+                          f"rounding flips the exact top-1 at {r['rounding_flips']} positions; top-1 elsewhere "
+                          f"{r['top1_where_rounding_keeps_top1']*100:5.1f}%", flush=True)
                 if path != f32:
                     os.remove(path)
     if a.json:

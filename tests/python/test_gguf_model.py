@@ -226,3 +226,35 @@ def test_corrupt_files_are_clear_errors(qwen_small, tmp_path):
     r = subprocess.run([BIN, "generate", "--model", str(two), "--prompt-ids", "1,2", "--max-tokens", "1"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "several GGUF models" in r.stderr, r.stderr[-500:]
+
+
+def test_llama_cpp_emulation(llama_model, tmp_path):
+    """bench/peer/gguf_emulate.py (gguf_check.py --emulate): with activations that 8-bit rounding
+    represents exactly, each vec_dot path (Q8_0, Q8_1 with the weight mins, Q8_K) is the exact
+    product; on a GGUF model its exact mode equals nanovllm's logits, and its rounded mode moves
+    them (a rounding that changed nothing would make the comparison it serves meaningless)."""
+    sys.path.insert(0, os.path.join(SRC, "bench", "peer"))
+    import gguf_emulate as E
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((3, 256))
+    q = rng.integers(-20, 21, size=(2, 256)).astype(np.float64)
+    q[:, ::32] = 127  # every block's extreme: d = 127 * 0.5 / 127 = 0.5, exact in fp16
+    q[:, 7::32] = -1
+    x = q * 0.5
+    mins = rng.standard_normal((3, 8))
+    wm = w + np.repeat(mins, 32, axis=1)
+    assert np.allclose(E.QLinear(w, "Q8_0")(x), x @ w.T, rtol=1e-12, atol=1e-9)
+    assert np.allclose(E.QLinear(wm, "Q4_1", mins)(x), x @ wm.T, rtol=1e-12, atol=1e-9)
+    xk = x.copy()
+    xk[:, ::32] = -63.5  # Q8_K: iscale = -127 / max maps the signed extreme to 127 exactly
+    assert np.allclose(E.QLinear(w, "Q4_K")(xk), xk @ w.T, rtol=1e-12, atol=1e-9)
+    assert not np.allclose(E.QLinear(w, "Q8_0")(x + 0.01), (x + 0.01) @ w.T, rtol=1e-6)
+
+    g = tmp_path / "llama-Q4_1.gguf"
+    gguf_ref.model_to_gguf(llama_model, str(g), "Q4_1")
+    ids = PROMPTS[0][:16]
+    ours = logits(str(g), ids, tmp_path / "a.npy").astype(np.float64)
+    exact = E.exact_logits(str(g), llama_model, ids)
+    assert np.abs(ours - exact).max() <= 1e-4 * np.abs(exact).max(), np.abs(ours - exact).max()
+    rounded = E.logits(str(g), llama_model, ids)
+    assert np.abs(rounded - exact).max() > 1e-4 * np.abs(exact).max()

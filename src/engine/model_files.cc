@@ -60,30 +60,50 @@ GgufVocab gguf_vocab(const GgufFile& m) {
 
 }  // namespace
 
+namespace {
+
+// The engine scheme a ggml type runs on (model_files.h has the table).
+const char* scheme_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0: return "int4-g32";
+    case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
+    case GgmlType::Q2_K: case GgmlType::Q3_K: return "int4-g32-zp";
+    case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K:
+    case GgmlType::Q8_0: return "int8";
+    default: return "none";
+  }
+}
+
+// The linear weights: 2-D (or stacked experts), not the embedding.
+bool is_linear(const std::string& name, const GgufTensor& t) {
+  return t.ne.size() >= 2 && name != "model.embed_tokens.weight";
+}
+
+}  // namespace
+
 QuantScheme gguf_default_quantization(const std::string& model) {
   if (!is_gguf_model(model)) return {};
   auto ck = GgufCheckpoint::open(model);
-  // Parameters per target scheme over the linear weights (2-D, not the embedding).
+  // Parameters per target scheme over the linear weights.
   std::map<std::string, int64_t> by_scheme;
   for (const auto& [name, r] : ck->tensors()) {
-    if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight") continue;
-    const int64_t n = r.expert >= 0 ? r.t->ne[0] * r.t->ne[1] : r.t->numel();
-    std::string s;
-    switch (GgmlType(r.t->type)) {
-      case GgmlType::Q4_0: s = "int4-g32"; break;
-      case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
-      case GgmlType::Q2_K: case GgmlType::Q3_K: s = "int4-g32-zp"; break;
-      case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K:
-      case GgmlType::Q8_0: s = "int8"; break;
-      default: s = "none"; break;
-    }
-    by_scheme[s] += n;
+    if (!is_linear(name, *r.t)) continue;
+    by_scheme[scheme_of(GgmlType(r.t->type))] += r.expert >= 0 ? r.t->ne[0] * r.t->ne[1] : r.t->numel();
   }
   std::string best = "none";
   int64_t most = -1;
   for (const auto& [s, n] : by_scheme)
     if (n > most) best = s, most = n;
   return parse_quant_scheme(best);
+}
+
+std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& model) {
+  std::map<std::string, QuantScheme> out;
+  if (!is_gguf_model(model)) return out;
+  auto ck = GgufCheckpoint::open(model);
+  for (const auto& [name, r] : ck->tensors())
+    if (is_linear(name, *r.t)) out[name] = parse_quant_scheme(scheme_of(GgmlType(r.t->type)));
+  return out;
 }
 
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model) {

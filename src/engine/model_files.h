@@ -1,6 +1,7 @@
 // What a --model path names: a Hugging Face directory (config.json, *.safetensors,
 // tokenizer.json) or a GGUF model (a *.gguf file, its split set, or a directory holding one).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,14 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 //                                                               per 32-group, see docs/gguf.md)
 //   Q5_0, Q5_1, Q5_K, Q6_K, Q8_0               -> int8         (per row)
 //   F32, F16, BF16                             -> none
+// One scheme serves the MoE experts and sets the LM head's default; it is reported as the
+// model's quantization.
 QuantScheme gguf_default_quantization(const std::string& model);
+
+// --quantization auto, per linear weight (HF names, as the GGUF loader serves them): the scheme
+// of that tensor's own ggml type, by the table above. Mixed files (Q4_K_M keeps attn_v and
+// ffn_down in Q6_K; llama-quantize falls back to F16 / Q8_0 / Q5_0 for rows that are not whole
+// blocks) keep each tensor's precision instead of taking the majority's. Empty for other models.
+std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& model);
 
 }  // namespace nanovllm

@@ -35,6 +35,7 @@ ModelLoadOptions ModelRunner::load_options(const ResolvedConfig& c) {
   ModelLoadOptions o;
   o.linear_quant = c.quantization;
   o.lm_head_quant = c.lm_head_quantization;
+  o.tensor_quant = c.tensor_quantization;
   o.checkpoint_int4 = c.checkpoint_int4;
   return o;
 }

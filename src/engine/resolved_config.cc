@@ -25,6 +25,8 @@ ResolvedConfig resolve(const Config& config) {
   r.quantization = c.quantization != "auto"    ? parse_quant_scheme(c.quantization)
                    : r.device == Device::CPU ? gguf_default_quantization(c.model)
                                              : QuantScheme{};
+  if (c.quantization == "auto" && r.device == Device::CPU)
+    r.tensor_quantization = gguf_tensor_quantization(c.model);
   // A GPTQ / AWQ checkpoint (an unsupported quantization_config is an error here, naming it):
   // auto on the CPU places its int4 weights on the int4 kernels as stored; any other choice
   // (and other devices) loads their exact dequantization, then applies the scheme.

@@ -4,6 +4,7 @@
 // the engine read these values, and no code reads Config's strings outside resolve().
 #pragma once
 #include <chrono>
+#include <map>
 
 #include "engine/scheduler.h"
 #include "kernels/quantized.h"
@@ -27,6 +28,9 @@ struct ResolvedConfig {
   SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   QuantScheme quantization;           // the layers' linear weights
   QuantScheme lm_head_quantization;   // auto: int8 with int4 layers, else the layers' scheme
+  // auto, CPU, a GGUF model: each linear weight's own scheme (model_files.h,
+  // gguf_tensor_quantization); `quantization` is then the majority's (MoE experts, LM head).
+  std::map<std::string, QuantScheme> tensor_quantization;
   // GPTQ / AWQ checkpoints (loader/quant_config.h): checkpoint_quant is its quant_method;
   // checkpoint_int4 (quantization auto, CPU): its int4 weights run as stored
   // (ModelLoadOptions::checkpoint_int4), `quantization` (none) covers its unquantized linears

@@ -54,6 +54,30 @@ Tensor DecoderModel::load_norm(const WeightStore& ws, const std::string& name, i
   return upload(f);
 }
 
+namespace {
+// How much of a weight's precision a scheme keeps: none > int8 > int4 with zero points >
+// symmetric int4, a smaller group before a larger one.
+int precision_rank(const QuantScheme& q) {
+  switch (q.kind) {
+    case QuantKind::None: return 1000;
+    case QuantKind::Int8: return 500;
+    case QuantKind::Int4: return (q.zero_points ? 200 : 100) - q.group;
+  }
+  return 0;
+}
+}  // namespace
+
+QuantScheme ModelLoadOptions::scheme_for(const std::vector<std::string>& names) const {
+  if (tensor_quant.empty()) return linear_quant;
+  std::optional<QuantScheme> best;
+  for (const auto& n : names) {
+    auto it = tensor_quant.find(n);
+    const QuantScheme q = it == tensor_quant.end() ? linear_quant : it->second;
+    if (!best || precision_rank(q) > precision_rank(*best)) best = q;
+  }
+  return best.value_or(linear_quant);
+}
+
 LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& q) {
   LinearWeight w = be_.prepare_linear(host, q);
   weight_bytes_ += w.nbytes();
@@ -69,7 +93,7 @@ LinearWeight DecoderModel::column_linear(const WeightStore& ws, const std::vecto
       weight_bytes_ += lw.nbytes();
       return lw;
     }
-  return upload_linear(load_column_parallel(ws, names, shapes, rows), opt.linear_quant);
+  return upload_linear(load_column_parallel(ws, names, shapes, rows), opt.scheme_for(names));
 }
 
 LinearWeight DecoderModel::row_linear(const WeightStore& ws, const std::string& name, const Shape& shape,
@@ -80,7 +104,7 @@ LinearWeight DecoderModel::row_linear(const WeightStore& ws, const std::string& 
       weight_bytes_ += lw.nbytes();
       return lw;
     }
-  return upload_linear(load_row_parallel(ws, name, shape, tp), opt.linear_quant);
+  return upload_linear(load_row_parallel(ws, name, shape, tp), opt.scheme_for({name}));
 }
 
 DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore& ws,

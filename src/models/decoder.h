@@ -18,6 +18,7 @@
 // communicator's all-reduce (every rank then holds the full residual stream), and the LM head's
 // [S, V/N] logits are gathered to rank 0.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -49,6 +50,11 @@ struct KVCache {
 struct ModelLoadOptions {
   QuantScheme linear_quant;   // q/k/v/o, gate/up and down projections
   QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense)
+  // Per checkpoint tensor (GGUF, quantization auto): overrides linear_quant for the linears
+  // built from it. A fused linear (q/k/v, gate/up) whose parts differ takes the most precise
+  // of their schemes (scheme_for), so no part loses precision it had in the file.
+  std::map<std::string, QuantScheme> tensor_quant;
+  QuantScheme scheme_for(const std::vector<std::string>& names) const;
   // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h): their quantized linears go to the int4
   // kernels as stored (Backend::prepare_linear_int4); false: they load as their exact f32
   // dequantization, then follow linear_quant like any dense weight.

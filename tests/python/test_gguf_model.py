@@ -167,6 +167,39 @@ def test_q4_repack_is_lossless(ttype, scheme, qwen_small, tmp_path):
     assert r["exact_rows"] == r["rows"] > 0 and r["max_abs_diff"] == 0, r
 
 
+def rel_err(a, ref):
+    return float(np.sqrt(((a - ref) ** 2).mean() / (ref ** 2).mean()))
+
+
+def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypatch):
+    """--quantization auto picks a scheme per tensor from its own ggml type: a Q4_K_M file's Q6_K
+    attn_v / ffn_down run as int8 (the fused q/k/v takes its most precise part's scheme), and a
+    tensor llama-quantize left in F16 (rows that are not whole blocks) stays dense, instead of
+    everything taking the majority's int4 scheme. Checked by the logits' distance to the exact
+    dequantized model (--quantization none): per-tensor auto must be clearly closer than the
+    uniform scheme, which is what auto used to be."""
+    ids = PROMPTS[1][:24]
+    g = tmp_path / "qwen3-Q4_K_M.gguf"
+    gguf_ref.model_to_gguf(qwen_small, str(g), "Q4_K_M")
+    exact = logits(str(g), ids, tmp_path / "e.npy", "none")
+    auto = logits(str(g), ids, tmp_path / "a.npy", "auto")
+    uniform = logits(str(g), ids, tmp_path / "u.npy", "int4-g32-zp")
+    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+    info = json.loads(run_cli("gguf-info", g, "--json"))
+    assert info["quantization_auto"] == "int4-g32-zp"
+
+    # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.
+    real = gguf_ref.tensor_type
+    monkeypatch.setattr(gguf_ref, "tensor_type", lambda gname, shape, ttype: "F16" if gname.endswith(
+        "ffn_down.weight") else real(gname, shape, ttype))
+    g2 = tmp_path / "qwen3-Q4_0-f16down.gguf"
+    gguf_ref.model_to_gguf(qwen_small, str(g2), "Q4_0")
+    exact = logits(str(g2), ids, tmp_path / "e2.npy", "none")
+    auto = logits(str(g2), ids, tmp_path / "a2.npy", "auto")
+    uniform = logits(str(g2), ids, tmp_path / "u2.npy", "int4-g32")
+    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+
+
 @pytest.fixture(scope="module")
 def q4_pair(qwen_small, tmp_path_factory):
     d = tmp_path_factory.mktemp("q4")

@@ -80,7 +80,9 @@ double sampled_error(cuda::CudaBackend& be, const Tensor& x, const Tensor& w, co
   return max_ref > 0 ? max_err / max_ref : max_err;
 }
 
-nlohmann::json run_shape(cuda::CudaBackend& be, const Shape3& s, int l2_bytes) {
+// launches: products timed back to back between one pair of events (their mean is reported), as
+// a decode step issues them; 1 for the large shapes.
+nlohmann::json run_shape(cuda::CudaBackend& be, const Shape3& s, int l2_bytes, int launches = 1) {
   cudaStream_t st = be.stream();
   const int64_t w_bytes = s.N * s.K * 2;
   const int copies = int(std::clamp<int64_t>((4 * int64_t(l2_bytes) + w_bytes - 1) / w_bytes, 1, 16));
@@ -97,14 +99,51 @@ nlohmann::json run_shape(cuda::CudaBackend& be, const Shape3& s, int l2_bytes) {
   const double err = sampled_error(be, x, ws[0], out, s);
   int next = 0;
   const double ms = median_ms(st, 3, 20, [&] {
-    be.linear(x, ws[size_t(next)], nullptr, out);
-    next = (next + 1) % copies;
-  });
+    for (int i = 0; i < launches; ++i) {
+      be.linear(x, ws[size_t(next)], nullptr, out);
+      next = (next + 1) % copies;
+    }
+  }) / launches;
   const double flops = 2.0 * double(s.M) * s.N * s.K;
   return {{"name", s.name}, {"M", s.M}, {"N", s.N}, {"K", s.K},
           {"out", s.out == DType::F32 ? "f32" : "bf16"}, {"us", ms * 1e3},
           {"tflops", flops / ms / 1e9}, {"weight_gbs", double(w_bytes) / ms / 1e6},
           {"weight_copies", copies}, {"max_rel_err", err}, {"correct", err <= 2e-2}};
+}
+
+// Decode-sized products (the Qwen3-0.6B shapes at batch 1, 4 and 8): cuBLASLt against the
+// skinny kernel (BackendOptions::cuda_gemm = skinny), weight GB/s vs the HBM spec.
+const Shape3 kDecodeShapes[] = {
+    {"qkv_proj", 1, 4096, 1024, DType::BF16}, {"o_proj", 1, 1024, 2048, DType::BF16},
+    {"gate_up", 1, 6144, 1024, DType::BF16},  {"down", 1, 1024, 3072, DType::BF16},
+    {"lm_head_f32", 1, 151936, 1024, DType::F32},
+};
+
+nlohmann::json decode_rows(cuda::CudaBackend& cublas, cuda::CudaBackend& skinny, int l2, double hbm,
+                           bool print, bool& ok) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t M : {1, 4, 8})
+    for (Shape3 s : kDecodeShapes) {
+      s.M = M;
+      nlohmann::json a = run_shape(cublas, s, l2, 28), b = run_shape(skinny, s, l2, 28);
+      nlohmann::json r = {{"name", std::string(s.name) + "_m" + std::to_string(M)}, {"M", M},
+                          {"N", s.N}, {"K", s.K}, {"cublas_us", a["us"]}, {"skinny_us", b["us"]},
+                          {"cublas_weight_gbs", a["weight_gbs"]}, {"skinny_weight_gbs", b["weight_gbs"]},
+                          {"skinny_speedup", a["us"].get<double>() / b["us"].get<double>()},
+                          {"skinny_weight_ratio_vs_spec_hbm", b["weight_gbs"].get<double>() / hbm},
+                          {"cublas_max_rel_err", a["max_rel_err"]}, {"skinny_max_rel_err", b["max_rel_err"]},
+                          {"correct", a["correct"].get<bool>() && b["correct"].get<bool>()}};
+      ok = ok && r["correct"].get<bool>();
+      if (print)
+        std::printf("decode %-16s M %lld: cublas %7.1f us (%5.0f GB/s), skinny %7.1f us (%5.0f GB/s) = "
+                    "%.2fx; rel err %.1e / %.1e%s\n",
+                    s.name, (long long)M, a["us"].get<double>(), a["weight_gbs"].get<double>(),
+                    b["us"].get<double>(), b["weight_gbs"].get<double>(), r["skinny_speedup"].get<double>(),
+                    a["max_rel_err"].get<double>(), b["max_rel_err"].get<double>(),
+                    r["correct"].get<bool>() ? "" : "  WRONG");
+      rows.push_back(r);
+    }
+  return rows;
 }
 
 }  // namespace
@@ -141,6 +180,12 @@ int main(int argc, char** argv) {
                     r["ratio_vs_spec_peak"].get<double>(), r["weight_gbs"].get<double>(),
                     r["max_rel_err"].get<double>(), r["correct"].get<bool>() ? "" : "  WRONG");
       j["shapes"].push_back(r);
+    }
+    {
+      BackendOptions o;
+      o.cuda_gemm = CudaGemm::kSkinny;
+      cuda::CudaBackend sk(0, o);
+      j["decode"] = decode_rows(be, sk, l2, f.spec_hbm_gbs, !json, ok);
     }
     j["ceiling_tflops"] = ceiling;
     j["ceiling_ratio_vs_spec_peak"] = ceiling / f.spec_bf16_tflops;

@@ -25,12 +25,13 @@
 #   bench`: bench.py's 256-sequence workload; decode attention v2 is the default since the first
 #   GPU run), bench_candidates (the same with the candidate prefill kernel:
 #   NANOVLLM_CUDA_PREFILL=tc), decode_step (step wall time, graphs vs eager),
+#   decode_step_skinny (the same with NANOVLLM_CUDA_GEMM=skinny),
 #   step_split (the step's host phases vs the device forward, from the engine's trace),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
 #   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
 #   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), ncu_top (the decode
-#   kernels' time shares and DRAM GB/s under Nsight Compute), hf_bench
+#   kernels' time shares and DRAM GB/s under Nsight Compute; ncu_top_bs1 the same at batch 1), hf_bench
 #   (transformers' continuous batching on the same workload:
 #   it gets what is left of the budget), tp_cuda (whether tensor parallelism could run on CUDA
 #   here: NCCL linked, GPU count). The CPU unit tests are not run here: CI runs them.
@@ -168,6 +169,9 @@ need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
   '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
+# The skinny decode GEMM (a candidate, BackendOptions::cuda_gemm): the same step times with it.
+need decode_step_skinny "$NV" "$BIG/config.json" && step decode_step_skinny 100 env NANOVLLM_CUDA_GEMM=skinny \
+  "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step_skinny.json" "$BIG"
 # The decode step's wall time split into host phases and the device forward (engine trace).
 need step_split "$NV" "$BIG/config.json" &&
   step step_split 60 "$PY" "$T/step_split.py" "$NV" --json-out "$LOGDIR/step_split.json" "$BIG"
@@ -205,6 +209,9 @@ need engine_e2e_cuda "$BUILD/tests/test_engine_e2e" &&
 # Where a decode step's time goes, kernel by kernel (ncu, a window of decode launches).
 need ncu_top "$NV" "$BIG/config.json" &&
   step ncu_top 120 "$PY" "$T/ncu_top.py" "$NV" "$BIG" --json-out "$LOGDIR/ncu_top.json"
+need ncu_top_bs1 "$NV" "$BIG/config.json" &&
+  step ncu_top_bs1 90 "$PY" "$T/ncu_top.py" "$NV" "$BIG" --json-out "$LOGDIR/ncu_top_bs1.json" \
+    --num-seqs 1 --prompt-len 64 --output-len 128 --skip 3000 --count 700
 
 # 5. transformers' own continuous batching gets what is left: it stops itself 20 s before the
 # budget ends (after its own model load and warm-up), and reports the requests finished by then.

@@ -36,6 +36,11 @@ constexpr std::array<std::string_view, 2> enum_names(CudaPrefill) { return {"sim
 enum class CudaDecode { kV1 = 0, kV2 = 1 };
 constexpr std::array<std::string_view, 2> enum_names(CudaDecode) { return {"v1", "v2"}; }
 
+// CUDA dense linears at decode batch sizes (T <= 8 rows, bf16): cuBLASLt for every shape
+// (cublas), or the skinny kernel (one warp per weight row, batch-invariant sums) for those.
+enum class CudaGemm { kCublas = 0, kSkinny = 1 };
+constexpr std::array<std::string_view, 2> enum_names(CudaGemm) { return {"cublas", "skinny"}; }
+
 struct BackendOptions {
   // CPU threads per rank when Config::num_threads is 0; 0: all cores (divided among the ranks
   // under tensor parallelism).
@@ -52,6 +57,9 @@ struct BackendOptions {
   // v2 by measurement (H200, 2026-11-28): 6.9x v1 on decode attention (B 256 x L 1024: 3,268 vs
   // 477 GB/s, 0.72 of the read pass), 5.3x on bench.py's workload; both pass the conformance table.
   CudaDecode cuda_decode = CudaDecode::kV2;
+  // A candidate until a GPU run measures it (scripts/gpu-check.sh: bench_gpu_gemm's decode
+  // shapes and the bench.py workload, both ways).
+  CudaGemm cuda_gemm = CudaGemm::kCublas;
 
   // Throws nanovllm::Error naming the field and the allowed values.
   void validate() const;
@@ -76,6 +84,8 @@ constexpr auto fields_of(const BackendOptions*) {
                 "CUDA prefill attention kernel"),
       env_field("cuda_decode", &B::cuda_decode, "NANOVLLM_CUDA_DECODE",
                 "CUDA decode attention kernel"),
+      env_field("cuda_gemm", &B::cuda_gemm, "NANOVLLM_CUDA_GEMM",
+                "CUDA linears at decode batch sizes: cublas, or the skinny kernel"),
   };
 }
 static_assert(table_covers_struct<BackendOptions>(),

@@ -96,7 +96,7 @@ def result_line(name, data, log_text, all_data=None):
                          for m, r in data["models"].items())
     if name == "step_split":
         return data.get("line")
-    if name == "ncu_top":
+    if name in ("ncu_top", "ncu_top_bs1"):
         return (f"{data['launches']} launches, {data['total_us']:.0f} us: " + ", ".join(
             f"{k['name'][:40]} {k['share']:.0%} ({k['dram_gbs']:.0f} GB/s)" for k in data["kernels"][:4]))
     if name == "eager_vs_graph":
@@ -116,10 +116,18 @@ def result_line(name, data, log_text, all_data=None):
                 for r in sweep)
         return line
     if name == "gemm_bench":
-        return (f"ceiling {data['ceiling_tflops']:.0f} TFLOP/s = "
+        line = (f"ceiling {data['ceiling_tflops']:.0f} TFLOP/s = "
                 f"{data['ceiling_ratio_vs_spec_peak']:.2f} of {data['spec_bf16_tflops']:.0f} "
                 f"({data['peak_source']})")
-    if name == "decode_step":
+        dec = data.get("decode")
+        if dec:  # the skinny kernel vs cuBLASLt at decode batch sizes
+            by_m = {}
+            for r in dec:
+                by_m.setdefault(r["M"], []).append(r["skinny_speedup"])
+            line += "; skinny/cuBLASLt speedup by M: " + ", ".join(
+                f"M{m} {min(v):.2f}-{max(v):.2f}x" for m, v in sorted(by_m.items()))
+        return line
+    if name in ("decode_step", "decode_step_skinny"):
         parts = []
         for r in data["rows"]:
             g, e = r["graph"].get("step_ms"), r["eager"].get("step_ms")

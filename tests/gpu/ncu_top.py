@@ -8,6 +8,11 @@ bytes read and written: one replay pass). Groups the launches by kernel name: to
 count, mean microseconds, DRAM GB/s. Reported as a figure; the step fails only when ncu cannot run.
 
     ncu_top.py NANOVLLM_BIN --json-out FILE MODEL_DIR [--ncu PATH] [--skip N] [--count N]
+               [--num-seqs 256] [--prompt-len 512] [--output-len 64]
+
+gpu-check runs it twice: at 256 sequences (ncu_top) and at batch 1 (ncu_top_bs1: 64-token
+prompt, 128 out), where a step's ~340 small kernels and cuBLASLt's decode-shaped GEMMs are the
+suspects for the 3.5 ms step (docs/gpu-step-review.md).
 """
 import argparse
 import csv
@@ -90,22 +95,27 @@ def main():
     ap.add_argument("--ncu", default=shutil.which("ncu") or "/usr/local/cuda/bin/ncu")
     ap.add_argument("--skip", type=int, default=4000, help="launches skipped (load, prefill)")
     ap.add_argument("--count", type=int, default=700, help="launches profiled (~2 decode steps)")
+    ap.add_argument("--num-seqs", type=int, default=256)
+    ap.add_argument("--prompt-len", type=int, default=512)
+    ap.add_argument("--output-len", type=int, default=64)
     a = ap.parse_args()
     if not os.path.exists(a.ncu):
         print(f"ncu not found ({a.ncu}): skipped")
         return 77
     cmd = [a.ncu, "--clock-control", "none", "--print-units", "base", "--csv",
            "--metrics", ",".join(METRICS), "--launch-skip", str(a.skip), "--launch-count", str(a.count),
-           a.nv, "bench", "--device", "cuda", "--model", a.model, "--num-seqs", "256",
-           "--min-input-len", "512", "--max-input-len", "512", "--min-output-len", "64",
-           "--max-output-len", "64", "--enforce-eager", "--json", "--no-progress"]
+           a.nv, "bench", "--device", "cuda", "--model", a.model, "--num-seqs", str(a.num_seqs),
+           "--min-input-len", str(a.prompt_len), "--max-input-len", str(a.prompt_len),
+           "--min-output-len", str(a.output_len), "--max-output-len", str(a.output_len),
+           "--enforce-eager", "--json", "--no-progress"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         print(p.stdout[-2000:], p.stderr[-2000:], sep="\n")
         print(f"ncu exited {p.returncode}")
         return 1
     s = summarize(parse_csv(p.stdout))
-    s["command"] = " ".join(cmd[:12]) + " ... bench (256 x 512 prompt, 64 out, eager)"
+    s["command"] = (" ".join(cmd[:12]) + f" ... bench ({a.num_seqs} x {a.prompt_len} prompt, "
+                    f"{a.output_len} out, eager)")
     with open(a.json_out, "w") as f:
         json.dump(s, f, indent=1)
     for k in s["kernels"]:

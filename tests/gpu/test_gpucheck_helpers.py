@@ -506,6 +506,21 @@ class StepSplit(unittest.TestCase):
         self.assertEqual(gpu_summary.result_line("step_split", {"line": "x"}, ""), "x")
 
 
+class GemmBench(unittest.TestCase):
+    def test_decode_rows_give_the_speedup_range_by_m(self):
+        d = {"ceiling_tflops": 806.0, "ceiling_ratio_vs_spec_peak": 0.81, "spec_bf16_tflops": 989.0,
+             "peak_source": "datasheet",
+             "decode": [{"M": 1, "skinny_speedup": 2.5}, {"M": 1, "skinny_speedup": 1.25},
+                        {"M": 8, "skinny_speedup": 0.9}]}
+        line = gpu_summary.result_line("gemm_bench", d, "")
+        self.assertEqual(line, "ceiling 806 TFLOP/s = 0.81 of 989 (datasheet); "
+                               "skinny/cuBLASLt speedup by M: M1 1.25-2.50x, M8 0.90-0.90x")
+        del d["decode"]  # a file from before the decode rows
+        self.assertEqual(gpu_summary.result_line("gemm_bench", d, ""), "ceiling 806 TFLOP/s = 0.81 of 989 (datasheet)")
+        rows = {"rows": [{"batch": 1, "graph": {"step_ms": 1.0}, "eager": {"step_ms": 1.5}}]}
+        self.assertEqual(gpu_summary.result_line("decode_step_skinny", rows, ""), "graph/eager bs1 1.00/1.50 ms (1.50x)")
+
+
 class Misc(unittest.TestCase):
     def test_find_keys_and_prompts(self):
         j = {"stats": {"executor": "cuda-graph", "x": [{"graph_pool_bytes": 5}]}, "executor": "other"}

@@ -32,7 +32,7 @@ constexpr size_t kMaxPlans = 4096;
 
 }  // namespace
 
-Gemm::Gemm(cudaStream_t stream) : stream_(stream) {
+Gemm::Gemm(cudaStream_t stream, bool skinny) : stream_(stream), skinny_(skinny) {
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -115,6 +115,10 @@ void Gemm::run(const void* x, const void* w, DType in, const void* bias, DType b
            dtype_name(out_dt));
   if (T == 0 || N == 0) return;
   NV_CHECK(K > 0, "GEMM with K = 0");
+  if (skinny_ && skinny_gemm_supported(x, w, in, bias, bias_dt, out, out_dt, T, N, K)) {
+    launch_skinny_gemm(x, w, bias, bias_dt, out, out_dt, T, N, K, stream_);
+    return;
+  }
   bool want_epi = bias != nullptr && bias_dt == out_dt;
   Plan* plan = nullptr;
   for (int attempt = 0; attempt < 2 && !plan; ++attempt) {

@@ -15,7 +15,9 @@ namespace nanovllm::cuda {
 
 class Gemm {
  public:
-  explicit Gemm(cudaStream_t stream);
+  // skinny: T <= kSkinnyMaxT products that skinny_gemm_supported() accepts go to the skinny
+  // kernel (gemm_skinny.cu) instead of cuBLASLt.
+  explicit Gemm(cudaStream_t stream, bool skinny = false);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -41,6 +43,7 @@ class Gemm {
   static void destroy(Plan& p);
 
   cudaStream_t stream_;
+  bool skinny_ = false;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = size_t(32) << 20;

@@ -46,6 +46,16 @@ void launch_convert(const void* src, DType src_dt, void* dst, DType dst_dt, int6
 void launch_add_bias(void* out, DType out_dt, const void* bias, DType bias_dt, int64_t T, int64_t N,
                      cudaStream_t s);
 
+// Skinny GEMM (gemm_skinny.cu, BackendOptions::cuda_gemm = skinny): out[T, N] = x[T, K] w[N, K]^T
+// (+ bias[N]) for decode-sized T, one warp per weight row, f32 sums in an order that does not
+// depend on T. skinny_gemm_supported: bf16 x / w (16-byte aligned, K % 8 == 0), out bf16 / f32,
+// bias none / bf16 / f32, 1 <= T <= kSkinnyMaxT.
+constexpr int64_t kSkinnyMaxT = 8;
+bool skinny_gemm_supported(const void* x, const void* w, DType in, const void* bias, DType bias_dt,
+                           const void* out, DType out_dt, int64_t T, int64_t N, int64_t K);
+void launch_skinny_gemm(const void* x, const void* w, const void* bias, DType bias_dt, void* out,
+                        DType out_dt, int64_t T, int64_t N, int64_t K, cudaStream_t s);
+
 // Mixture-of-experts (moe.cu). Router: per row of logits [T, E] (act), the top k of the F32
 // softmax (ties: lower id) -> ids [T, k], weights [T, k] (renormalized when `normalize`).
 void launch_moe_route(const void* logits, DType logits_dt, int64_t T, int E, int k, bool normalize,

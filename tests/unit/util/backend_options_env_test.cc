@@ -14,7 +14,8 @@ using namespace nanovllm;
 namespace {
 const char* const kVars[] = {"NANOVLLM_NUM_THREADS", "NANOVLLM_SPIN_US",
                              "NANOVLLM_ADAPTIVE_THREADS", "NANOVLLM_CPU_WEIGHT_COPY",
-                             "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL", "NANOVLLM_CUDA_DECODE"};
+                             "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL", "NANOVLLM_CUDA_DECODE",
+                             "NANOVLLM_CUDA_GEMM"};
 
 // Saves the variables, clears them, and restores them at the end of the test.
 class EnvGuard {
@@ -61,6 +62,7 @@ TEST(BackendOptionsEnv, UnsetGivesTheStructDefaults) {
   EXPECT_EQ(e.isa, IsaCap::kNone);
   EXPECT_EQ(e.cuda_prefill, CudaPrefill::kSimple);
   EXPECT_EQ(e.cuda_decode, CudaDecode::kV2);
+  EXPECT_EQ(e.cuda_gemm, CudaGemm::kCublas);
 }
 
 TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
@@ -72,6 +74,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   setenv("NANOVLLM_ISA", "avx2", 1);
   setenv("NANOVLLM_CUDA_PREFILL", "tc", 1);
   setenv("NANOVLLM_CUDA_DECODE", "v1", 1);  // not the default (v2)
+  setenv("NANOVLLM_CUDA_GEMM", "skinny", 1);
   const Config c;  // Config::backend's default comes from the environment
   EXPECT_EQ(c.backend.num_threads, 3);
   EXPECT_EQ(c.backend.spin_us, 0);
@@ -80,6 +83,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   EXPECT_EQ(c.backend.isa, IsaCap::kAvx2);
   EXPECT_EQ(c.backend.cuda_prefill, CudaPrefill::kTensorCore);
   EXPECT_EQ(c.backend.cuda_decode, CudaDecode::kV1);
+  EXPECT_EQ(c.backend.cuda_gemm, CudaGemm::kSkinny);
 }
 
 TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
@@ -95,6 +99,8 @@ TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
   EXPECT_NE(error_of("NANOVLLM_CUDA_PREFILL", "wmma").find("NANOVLLM_CUDA_PREFILL must be simple or tc, got 'wmma'"),
             std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_CUDA_DECODE", "v3").find("NANOVLLM_CUDA_DECODE must be v1 or v2, got 'v3'"),
+            std::string::npos);
+  EXPECT_NE(error_of("NANOVLLM_CUDA_GEMM", "gemv").find("NANOVLLM_CUDA_GEMM must be cublas or skinny, got 'gemv'"),
             std::string::npos);
   EXPECT_EQ(error_of("NANOVLLM_NUM_THREADS", "8"), "accepted");
 }

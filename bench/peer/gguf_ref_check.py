@@ -159,6 +159,7 @@ def check_vs_hf_to_gguf(gguf, tmp, bin_, llama_cpp):
     print("3. model_to_gguf vs bench/peer/hf_to_gguf.py (llama.cpp's gguf-py)")
     env = dict(os.environ, PYTHONPATH=os.path.join(llama_cpp, "gguf-py"))
     models = [(a, make_model(bin_, a, os.path.join(tmp, f"{a}-tiny"))) for a in ("qwen3", "llama", "mistral")]
+    models.append(("qwen3_moe-small", make_model(bin_, "qwen3_moe", os.path.join(tmp, "qwen3_moe-small"), "small")))
     models.append(("llama-bias", os.path.join(tmp, "llama-bias")))
     subprocess.run([bin_, "make-model", "--arch", "llama", "--preset", "tiny", "--dtype", "bf16", "--attention-bias",
                     "--out", models[-1][1]], check=True, capture_output=True)

@@ -202,14 +202,28 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
           L.experts.down.push_back(row_linear(ws, ew(e, n.expert_down), {H, Im}, tp, opt));
         }
       } else {
-        L.experts = be.prepare_moe_experts(
-            E, H, shard.moe_intermediate,
-            [&](int64_t e) {
-              return std::pair{load_column_parallel(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
-                                                    {{Im, H}, {Im, H}}, {mi_rows, mi_rows}),
-                               load_row_parallel(ws, ew(e, n.expert_down), {H, Im}, tp)};
-            },
-            opt.linear_quant);
+        auto load = [&](int64_t e) {
+          return std::pair{load_column_parallel(ws, {ew(e, n.expert_gate), ew(e, n.expert_up)},
+                                                {{Im, H}, {Im, H}}, {mi_rows, mi_rows}),
+                           load_row_parallel(ws, ew(e, n.expert_down), {H, Im}, tp)};
+        };
+        // A GGUF stack holds one type for all its experts: expert 0's names give the schemes.
+        const QuantScheme gu_q = opt.scheme_for({ew(0, n.expert_gate), ew(0, n.expert_up)});
+        const QuantScheme dn_q = opt.scheme_for({ew(0, n.expert_down)});
+        if (gu_q.str() == dn_q.str()) {
+          L.experts = be.prepare_moe_experts(E, H, shard.moe_intermediate, load, gu_q);
+        } else {
+          // Mixed (a Q4_K_M file's Q6_K ffn_down_exps): each expert placed like a linear, as the
+          // default prepare_moe_experts does, with its own scheme per projection. Only the CPU
+          // gets per-tensor schemes (ResolvedConfig::tensor_quantization).
+          L.experts.hidden = H;
+          L.experts.intermediate = shard.moe_intermediate;
+          for (int64_t e = 0; e < E; ++e) {
+            auto [gate_up, down] = load(e);
+            L.experts.gate_up.push_back(be.prepare_linear(gate_up, gu_q));
+            L.experts.down.push_back(be.prepare_linear(down, dn_q));
+          }
+        }
         weight_bytes_ += L.experts.nbytes();
       }
     } else {

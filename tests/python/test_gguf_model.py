@@ -200,6 +200,24 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
 
 
+def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
+    """The same per-tensor rule for a Qwen3-MoE file's stacked experts: a Q4_0 file whose
+    ffn_down_exps are Q8_0 runs the down experts as int8 and the rest as int4-g32, closer to the
+    exact model than one int4-g32 scheme for all (the only difference between the two runs)."""
+    moe = make_model(tmp_path / "moe-small", preset="small", arch="qwen3_moe")
+    real = gguf_ref.tensor_type
+    monkeypatch.setattr(gguf_ref, "tensor_type", lambda gname, shape, ttype: "Q8_0" if gname.endswith(
+        "ffn_down_exps.weight") else real(gname, shape, ttype))
+    g = tmp_path / "moe-Q4_0-q8down.gguf"
+    types = gguf_ref.model_to_gguf(moe, str(g), "Q4_0")
+    assert types["blk.0.ffn_down_exps.weight"] == "Q8_0" and types["blk.0.ffn_up_exps.weight"] == "Q4_0"
+    ids = PROMPTS[2][:24]
+    exact = logits(str(g), ids, tmp_path / "e.npy", "none")
+    auto = logits(str(g), ids, tmp_path / "a.npy", "auto")
+    uniform = logits(str(g), ids, tmp_path / "u.npy", "int4-g32")
+    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+
+
 @pytest.fixture(scope="module")
 def q4_pair(qwen_small, tmp_path_factory):
     d = tmp_path_factory.mktemp("q4")

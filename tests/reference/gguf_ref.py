@@ -753,12 +753,12 @@ class GGUFFile:
 # HF model directory -> GGUF, laid out as llama.cpp's converter (+ llama-quantize) would.
 
 
-ARCHS = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama", "mistral": "llama"}
+ARCHS = {"qwen3": "qwen3", "qwen2": "qwen2", "llama": "llama", "mistral": "llama", "qwen3_moe": "qwen3moe"}
 _LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
           "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
           "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm",
           "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-          "mlp.down_proj": "ffn_down"}
+          "mlp.down_proj": "ffn_down", "mlp.gate": "ffn_gate_inp"}
 # general.file_type (llama_ftype) per requested type.
 FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
               "Q2_K": 10, "Q3_K": 11, "Q4_K": 14, "Q4_K_M": 15, "Q5_K": 16, "Q6_K": 18,
@@ -786,12 +786,12 @@ def gguf_tensor_name(hf):
 def tensor_type(gname, shape, ttype):
     """The GGML type a tensor gets: F32 for 1-D tensors; the Q4_K_M-like recipe (attn_v,
     ffn_down and output in Q6_K, the rest Q4_K); the fallback for rows that are not whole blocks."""
-    if len(shape) == 1:
+    if len(shape) == 1 or gname.endswith("ffn_gate_inp.weight"):  # llama-quantize keeps routers F32
         return "F32"
     t = ttype
     if ttype == "Q4_K_M":
-        t = "Q6_K" if gname.endswith(("attn_v.weight", "ffn_down.weight")) or gname == "output.weight" \
-            else "Q4_K"
+        t = "Q6_K" if gname.endswith(("attn_v.weight", "ffn_down.weight", "ffn_down_exps.weight")) \
+            or gname == "output.weight" else "Q4_K"
     if shape[-1] % block_size(t):
         t = _FALLBACK.get(t, t)
         if shape[-1] % block_size(t):
@@ -941,9 +941,10 @@ def llama3_rope_factors(cfg, head_dim):
 
 
 def model_to_gguf(model_dir, out_path, ttype="F16", name=None):
-    """Converts an HF model directory (qwen3, qwen2, llama, mistral) to GGUF with its 2-D
-    weights in `ttype` (a GGML type name, or Q4_K_M for the mixed recipe). Returns
-    {tensor name: GGML type}."""
+    """Converts an HF model directory (qwen3, qwen2, llama, mistral, qwen3_moe with every layer
+    sparse) to GGUF with its 2-D weights and stacked experts ([E, out, in] as
+    blk.N.ffn_{gate,up,down}_exps) in `ttype` (a GGML type name, or Q4_K_M for the mixed
+    recipe); routers stay F32, as llama-quantize leaves them. Returns {tensor name: GGML type}."""
     if ttype not in FILE_TYPES:
         raise ValueError(f"type {ttype!r}: one of {', '.join(FILE_TYPES)}")
     cfg = _read_json(os.path.join(model_dir, "config.json"))
@@ -961,6 +962,12 @@ def model_to_gguf(model_dir, out_path, ttype="F16", name=None):
           f"{a}.attention.value_length": head_dim,
           f"{a}.rope.freq_base": float(cfg.get("rope_theta", 10000.0)),
           f"{a}.attention.layer_norm_rms_epsilon": float(cfg["rms_norm_eps"])}
+    if a == "qwen3moe":  # llama.cpp's qwen3moe: every layer sparse, top-k weights renormalized
+        if cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1 or not cfg.get("norm_topk_prob", True):
+            raise ValueError("qwen3_moe: llama.cpp's qwen3moe needs every layer sparse and norm_topk_prob")
+        kv[f"{a}.expert_count"] = cfg["num_experts"]
+        kv[f"{a}.expert_used_count"] = cfg["num_experts_per_tok"]
+        kv[f"{a}.expert_feed_forward_length"] = cfg["moe_intermediate_size"]
     if a == "llama":
         kv[f"{a}.vocab_size"] = cfg["vocab_size"]
         kv[f"{a}.rope.dimension_count"] = head_dim
@@ -984,10 +991,20 @@ def model_to_gguf(model_dir, out_path, ttype="F16", name=None):
 
     tied = cfg.get("tie_word_embeddings", False)
     found = {}  # gguf name -> (shape, load)
+    experts = {}  # (layer, gate|up|down) -> {expert: (shape, load)}
     for hf, (shape, load) in _safetensors(model_dir).items():
+        p = hf.split(".")
+        if len(p) == 8 and p[3:5] == ["mlp", "experts"] and p[-1] == "weight":
+            experts.setdefault((int(p[2]), p[6].removesuffix("_proj")), {})[int(p[5])] = (shape, load)
+            continue
         g = gguf_tensor_name(hf)
         if g is not None and not (g == "output.weight" and tied):
             found[g] = (shape, load)
+    for (layer, proj), by_e in experts.items():  # stacked [E, out, in] as ffn_{proj}_exps
+        parts = [by_e[e] for e in range(len(by_e))]
+        found[f"blk.{layer}.ffn_{proj}_exps.weight"] = (
+            (len(parts),) + tuple(parts[0][0]),
+            lambda parts=parts: np.stack([ld() for _, ld in parts]))
 
     def order(g):  # token_embd, the blocks by number, then output_norm / output
         p = g.split(".")

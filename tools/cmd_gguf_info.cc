@@ -92,17 +92,26 @@ int run_gguf_info(int argc, char** argv) {
       if (r.expert <= 0) types[nanovllm::ggml_type_name(r.t->type)]++;
     j["tensor_types"] = types;
     j["quantization_auto"] = nanovllm::gguf_default_quantization(model).str();
+    // What auto runs each linear tensor as (its own ggml type; an expert stack counts once).
+    const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
+    std::map<std::string, int> by_scheme;
+    for (const auto& [name, q] : per_tensor)
+      if (ck->tensors().at(name).expert <= 0) by_scheme[q.str()]++;
+    j["quantization_auto_tensors"] = by_scheme;
     j["config"] = json::parse(ck->hf_config_json());
     if (repack) {
       nanovllm::ThreadPool pool(0);
       json per_type = json::object();
       for (const auto& [name, r] : ck->tensors()) {
-        if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight" || !scheme.enabled()) continue;
+        // auto: each tensor against the scheme the engine gives it.
+        const auto it = per_tensor.find(name);
+        const nanovllm::QuantScheme s = quant == "auto" && it != per_tensor.end() ? it->second : scheme;
+        if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight" || !s.enabled()) continue;
         nanovllm::Tensor w = nanovllm::to_dtype(ck->get(name), nanovllm::DType::F32);
-        json c = repack_check(w, scheme, pool);
+        json c = repack_check(w, s, pool);
         json& agg = per_type[nanovllm::ggml_type_name(r.t->type)];
-        if (agg.is_null()) agg = {{"tensors", 0}, {"rows", 0}, {"exact_rows", 0}, {"max_abs_diff", 0.0},
-                                  {"max_diff_over_row_max", 0.0}};
+        if (agg.is_null()) agg = {{"scheme", s.str()}, {"tensors", 0}, {"rows", 0}, {"exact_rows", 0},
+                                  {"max_abs_diff", 0.0}, {"max_diff_over_row_max", 0.0}};
         agg["tensors"] = agg["tensors"].get<int>() + 1;
         agg["rows"] = agg["rows"].get<int64_t>() + c["rows"].get<int64_t>();
         agg["exact_rows"] = agg["exact_rows"].get<int64_t>() + c["exact_rows"].get<int64_t>();
@@ -115,13 +124,15 @@ int run_gguf_info(int argc, char** argv) {
     if (as_json) {
       std::printf("%s\n", j.dump(1).c_str());
     } else {
-      std::printf("%s: %s (GGUF v%u), %s\nquantization auto: %s\n", ck->path().c_str(),
+      std::string tensors;
+      for (const auto& [q, n] : by_scheme) tensors += (tensors.empty() ? "" : ", ") + std::to_string(n) + " " + q;
+      std::printf("%s: %s (GGUF v%u), %s\nquantization auto: %s (linear tensors: %s)\n", ck->path().c_str(),
                   ck->arch().c_str(), ck->meta().version(), ck->type_summary().c_str(),
-                  j["quantization_auto"].get<std::string>().c_str());
+                  j["quantization_auto"].get<std::string>().c_str(), tensors.c_str());
       if (repack)
         for (const auto& [t, c] : j["repack"]["by_type"].items())
           std::printf("repack %s -> %s: %lld/%lld rows bit-identical, max |diff| %.3g (%.3g of the row max)\n",
-                      t.c_str(), scheme.str().c_str(), (long long)c["exact_rows"].get<int64_t>(),
+                      t.c_str(), c["scheme"].get<std::string>().c_str(), (long long)c["exact_rows"].get<int64_t>(),
                       (long long)c["rows"].get<int64_t>(), c["max_abs_diff"].get<double>(),
                       c["max_diff_over_row_max"].get<double>());
     }

@@ -185,8 +185,13 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     auto = logits(str(g), ids, tmp_path / "a.npy", "auto")
     uniform = logits(str(g), ids, tmp_path / "u.npy", "int4-g32-zp")
     assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
-    info = json.loads(run_cli("gguf-info", g, "--json"))
+    info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
     assert info["quantization_auto"] == "int4-g32-zp"
+    n_layers = json.load(open(os.path.join(qwen_small, "config.json")))["num_hidden_layers"]
+    # gguf_ref's Q4_K_M recipe: attn_v and ffn_down in Q6_K in every layer, the rest Q4_K
+    assert info["quantization_auto_tensors"] == {"int4-g32-zp": 5 * n_layers, "int8": 2 * n_layers}
+    assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int8"
+    assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp"
 
     # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.
     real = gguf_ref.tensor_type

@@ -86,7 +86,17 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
     if (name == "lm_head.weight" && cfg.tie_word_embeddings) continue;  // HF ignores it
     if (name == "model.embed_tokens.weight" && !cfg.tie_word_embeddings) continue;
     const Tensor t = ws.get(name);
-    const QuantScheme& q = name == head ? opt.lm_head_quant : opt.linear_quant;
+    // A GGUF model's per-tensor schemes (opt.tensor_quant), with the fused q/k/v and gate/up
+    // taking their most precise part's scheme as DecoderModel loads them.
+    std::vector<std::string> group{name};
+    for (const auto& fused : {std::vector<std::string>{"q_proj", "k_proj", "v_proj"},
+                              std::vector<std::string>{"gate_proj", "up_proj"}})
+      for (const auto& part : fused)
+        if (const size_t at = name.find("." + part + "."); at != std::string::npos) {
+          group.clear();
+          for (const auto& other : fused) group.push_back(name.substr(0, at + 1) + other + name.substr(at + 1 + part.size()));
+        }
+    const QuantScheme q = name == head ? opt.lm_head_quant : opt.scheme_for(group);
     const bool quantized = q.enabled() && t.ndim() == 2 &&
                            (name == head || (name.rfind("model.layers.", 0) == 0 &&
                                              ends_with(name, "_proj.weight")));
@@ -139,14 +149,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    cfg.model = model;  // before resolve(): `auto` settles per model (a GGUF file's own schemes)
+    cfg.device = "cpu";
+    cfg.max_model_len = 1024;
     const double wbytes = weight_bytes_per_token(model, ModelRunner::load_options(resolve(cfg)));
     if (bytes_only) {
       std::printf("{\"weight_bytes_per_token\": %.0f}\n", wbytes);
       return 0;
     }
-    cfg.model = model;
-    cfg.device = "cpu";
-    cfg.max_model_len = 1024;
     LLM llm(cfg);
     ReadProbe probe(wbytes);
     const double probe_bytes = double(probe.n) * 4;

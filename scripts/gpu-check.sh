@@ -25,7 +25,7 @@
 #   bench`: bench.py's 256-sequence workload; decode attention v2 is the default since the first
 #   GPU run), bench_candidates (the same with the candidate prefill kernel:
 #   NANOVLLM_CUDA_PREFILL=tc), decode_step (step wall time, graphs vs eager),
-#   decode_step_skinny (the same with NANOVLLM_CUDA_GEMM=skinny),
+#   decode_step_skinny (the same with NANOVLLM_CUDA_GEMM=skinny; cpu_vs_cuda_skinny its gate),
 #   step_split (the step's host phases vs the device forward, from the engine's trace),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
@@ -186,6 +186,12 @@ done
 need cpu_vs_cuda "$NV" "$BIG/config.json" &&
   step cpu_vs_cuda 180 "$PY" "$T/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/cpu_vs_cuda.json" \
     --gate stories260K "${CMP_MODELS[@]}"
+# The skinny decode GEMM's correctness end to end: the same gate with NANOVLLM_CUDA_GEMM=skinny
+# (decode steps of up to 8 sequences take it), on the small models only.
+SK_MODELS=("$SMALL")
+[ -f "$STORIES/config.json" ] && SK_MODELS=("$STORIES" "${SK_MODELS[@]}")
+need cpu_vs_cuda_skinny "$NV" "$SMALL/config.json" && step cpu_vs_cuda_skinny 120 env NANOVLLM_CUDA_GEMM=skinny \
+  "$PY" "$T/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/cpu_vs_cuda_skinny.json" --gate stories260K "${SK_MODELS[@]}"
 HF_MODELS=("$BIG")
 for m in "$BUNDLE/models/stories260K-hf-bf16" "$STORIES"; do
   [ -f "$m/config.json" ] && HF_MODELS=("$m" "${HF_MODELS[@]}")

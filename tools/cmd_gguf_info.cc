@@ -92,7 +92,9 @@ int run_gguf_info(int argc, char** argv) {
       if (r.expert <= 0) types[nanovllm::ggml_type_name(r.t->type)]++;
     j["tensor_types"] = types;
     j["quantization_auto"] = nanovllm::gguf_default_quantization(model).str();
-    // What auto runs each linear tensor as (its own ggml type; an expert stack counts once).
+    // The scheme auto gives each linear tensor by its own ggml type (an expert stack counts once).
+    // A fused q/k/v or gate/up then runs at its most precise part's scheme (decoder.cc), and the
+    // LM head follows --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
     for (const auto& [name, q] : per_tensor)
@@ -103,7 +105,7 @@ int run_gguf_info(int argc, char** argv) {
       nanovllm::ThreadPool pool(0);
       json per_type = json::object();
       for (const auto& [name, r] : ck->tensors()) {
-        // auto: each tensor against the scheme the engine gives it.
+        // auto: each tensor against its own type's scheme (gguf_tensor_quantization).
         const auto it = per_tensor.find(name);
         const nanovllm::QuantScheme s = quant == "auto" && it != per_tensor.end() ? it->second : scheme;
         if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight" || !s.enabled()) continue;

@@ -4,8 +4,8 @@
 product with a block-quantized weight first rounds its input activations the way ggml's CPU
 backend does (the weight type's `vec_dot_type`):
 
-    Q4_0, Q5_0, Q8_0, IQ4_NL -> Q8_0: per 32 values d = amax / 127 (f32), q = round(x / d) to
-                                 nearest even (the AVX2 quantizer), the product uses fp16(d).
+    Q4_0, Q5_0, Q8_0, IQ4_NL -> Q8_0: per 32 values d = amax / 127 (f32), q = round(x * 127 /
+                                 amax) to nearest even (the AVX2 quantizer), the product uses fp16(d).
     Q4_1, Q5_1              -> Q8_1: as Q8_0, plus s = fp16(d * sum q) for the weight mins:
                                  y = sum_b dw_b dx_b (qw . qx)_b + mw_b s_b.
     Q2_K .. Q6_K, IQ4_XS    -> Q8_K: per 256 values the signed extreme value `max`,
@@ -47,8 +47,10 @@ def _bf16(x):
 def quant_q8_0(x):
     """x [T, K] -> (q [T, K/32, 32] ints as float64, d [T, K/32] fp16-rounded, d32 f32 d)."""
     xb = np.asarray(x, np.float32).reshape(x.shape[0], -1, 32)
-    d = np.abs(xb).max(-1) / np.float32(127)
-    idv = np.where(d > 0, np.float32(1) / np.where(d > 0, d, 1), 0).astype(np.float32)
+    amax = np.abs(xb).max(-1)
+    d = amax / np.float32(127)
+    # ggml's AVX2 quantize_row_q8_0: id = 127 / amax (not 1 / d: they can differ by an ulp)
+    idv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
     q = np.rint(xb * idv[..., None])
     return q.astype(np.float64), _f16(d), d
 

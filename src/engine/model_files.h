@@ -26,8 +26,8 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 //                                                               per 32-group, see docs/gguf.md)
 //   Q5_0, Q5_1, Q5_K, Q6_K, Q8_0               -> int8         (per row)
 //   F32, F16, BF16                             -> none
-// One scheme serves the MoE experts and sets the LM head's default; it is reported as the
-// model's quantization.
+// The majority's scheme: reported as the model's quantization; it sets the LM head's default
+// (per-tensor schemes below serve the linears and the MoE experts).
 QuantScheme gguf_default_quantization(const std::string& model);
 
 // --quantization auto, per linear weight (HF names, as the GGUF loader serves them): the scheme

@@ -29,7 +29,8 @@ struct ResolvedConfig {
   QuantScheme quantization;           // the layers' linear weights
   QuantScheme lm_head_quantization;   // auto: int8 with int4 layers, else the layers' scheme
   // auto, CPU, a GGUF model: each linear weight's own scheme (model_files.h,
-  // gguf_tensor_quantization); `quantization` is then the majority's (MoE experts, LM head).
+  // gguf_tensor_quantization); `quantization` is then the majority's (reported; the LM head's
+  // default).
   std::map<std::string, QuantScheme> tensor_quantization;
   // GPTQ / AWQ checkpoints (loader/quant_config.h): checkpoint_quant is its quant_method;
   // checkpoint_int4 (quantization auto, CPU): its int4 weights run as stored

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "kernels/cuda/gemm.h"
 
 using namespace nanovllm;
 using namespace nanovllm::gputest;
@@ -102,7 +103,12 @@ TEST(GpuSkinnyGemm, MatchesFloat64ForEveryServedShape) {
       {9, 64, 256, DType::F32, 0},     {2, 64, 100, DType::F32, 1},
   };
   for (const Case& c : cases) {
+    const int64_t before = skinny_backend().gemm().skinny_calls();
     const double e = run_case(c);
+    // cuBLASLt would pass the same bound: check which path ran (T <= 8 and K % 8 == 0 here).
+    const bool served = c.T <= 8 && c.K % 8 == 0;
+    EXPECT_EQ(skinny_backend().gemm().skinny_calls() - before, served ? 1 : 0)
+        << "T " << c.T << " K " << c.K;
     // f32 sums: each lane adds K / 32 products in order, then a 5-level tree, so the error is
     // ~(K / 32) * 2^-24 of the magnitude at worst (8e-6 at K 4104); a missed or doubled 16-byte
     // chunk is off by ~8 / K of it (>= 2e-3 here).
@@ -119,7 +125,9 @@ TEST(GpuSkinnyGemm, RowsDoNotDependOnTheBatch) {
   HostT x = upload(be, {8, K}, DType::BF16, g);
   HostT w = upload(be, {N, K}, DType::BF16, g);
   Tensor all = be.empty({8, N}, DType::F32);
+  const int64_t before = be.gemm().skinny_calls();
   be.linear(x.dev, w.dev, nullptr, all);
+  ASSERT_EQ(be.gemm().skinny_calls(), before + 1) << "the batch of 8 did not take the skinny kernel";
   const std::vector<float> full = fetch(be, all);
   for (int64_t T : {1, 3, 5}) {
     for (int64_t t0 = 0; t0 + T <= 8; t0 += T) {

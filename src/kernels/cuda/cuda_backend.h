@@ -63,6 +63,7 @@ class CudaBackend : public Backend {
   int device_id() const { return device_; }
   int num_sms() const { return num_sms_; }
   DeviceAllocator& allocator() { return *alloc_; }
+  const Gemm& gemm() const { return *gemm_; }  // tests: which path linears took
 
   // Inputs of compute_num_kv_blocks (sizing.h): device total / free bytes (cudaMemGetInfo) and
   // the allocator's peak / current bytes.

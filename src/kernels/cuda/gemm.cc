@@ -117,6 +117,7 @@ void Gemm::run(const void* x, const void* w, DType in, const void* bias, DType b
   NV_CHECK(K > 0, "GEMM with K = 0");
   if (skinny_ && skinny_gemm_supported(x, w, in, bias, bias_dt, out, out_dt, T, N, K)) {
     launch_skinny_gemm(x, w, bias, bias_dt, out, out_dt, T, N, K, stream_);
+    ++skinny_calls_;
     return;
   }
   bool want_epi = bias != nullptr && bias_dt == out_dt;

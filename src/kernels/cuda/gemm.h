@@ -29,6 +29,7 @@ class Gemm {
            DType out_dt, int64_t T, int64_t N, int64_t K);
   static bool supported(DType in, DType out);
   size_t cached_plans() const { return plans_.size(); }
+  int64_t skinny_calls() const { return skinny_calls_; }  // products the skinny kernel ran
 
  private:
   struct Plan {
@@ -44,6 +45,7 @@ class Gemm {
 
   cudaStream_t stream_;
   bool skinny_ = false;
+  int64_t skinny_calls_ = 0;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = size_t(32) << 20;

@@ -171,6 +171,21 @@ def rel_err(a, ref):
     return float(np.sqrt(((a - ref) ** 2).mean() / (ref ** 2).mean()))
 
 
+def assert_auto_closer(g, ids, uniform_scheme, tmp_path):
+    """--quantization auto (per-tensor schemes) is clearly closer to the file's exact model
+    (--quantization none) than one `uniform_scheme` for every linear (what auto used to be)."""
+    exact, auto, uniform = (logits(str(g), ids, tmp_path / f"{g.stem}-{q}.npy", q)
+                            for q in ("none", "auto", uniform_scheme))
+    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+
+
+def override_type(monkeypatch, suffix, ttype):
+    """gguf_ref.model_to_gguf writes tensors whose name ends with `suffix` as `ttype`."""
+    real = gguf_ref.tensor_type
+    monkeypatch.setattr(gguf_ref, "tensor_type",
+                        lambda gname, shape, t: ttype if gname.endswith(suffix) else real(gname, shape, t))
+
+
 def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypatch):
     """--quantization auto picks a scheme per tensor from its own ggml type: a Q4_K_M file's Q6_K
     attn_v / ffn_down run as int8 (the fused q/k/v takes its most precise part's scheme), and a
@@ -181,10 +196,7 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     ids = PROMPTS[1][:24]
     g = tmp_path / "qwen3-Q4_K_M.gguf"
     gguf_ref.model_to_gguf(qwen_small, str(g), "Q4_K_M")
-    exact = logits(str(g), ids, tmp_path / "e.npy", "none")
-    auto = logits(str(g), ids, tmp_path / "a.npy", "auto")
-    uniform = logits(str(g), ids, tmp_path / "u.npy", "int4-g32-zp")
-    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+    assert_auto_closer(g, ids, "int4-g32-zp", tmp_path)
     info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
     assert info["quantization_auto"] == "int4-g32-zp"
     n_layers = json.load(open(os.path.join(qwen_small, "config.json")))["num_hidden_layers"]
@@ -194,15 +206,10 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp"
 
     # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.
-    real = gguf_ref.tensor_type
-    monkeypatch.setattr(gguf_ref, "tensor_type", lambda gname, shape, ttype: "F16" if gname.endswith(
-        "ffn_down.weight") else real(gname, shape, ttype))
+    override_type(monkeypatch, "ffn_down.weight", "F16")
     g2 = tmp_path / "qwen3-Q4_0-f16down.gguf"
     gguf_ref.model_to_gguf(qwen_small, str(g2), "Q4_0")
-    exact = logits(str(g2), ids, tmp_path / "e2.npy", "none")
-    auto = logits(str(g2), ids, tmp_path / "a2.npy", "auto")
-    uniform = logits(str(g2), ids, tmp_path / "u2.npy", "int4-g32")
-    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+    assert_auto_closer(g2, ids, "int4-g32", tmp_path)
 
 
 def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
@@ -210,17 +217,11 @@ def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
     ffn_down_exps are Q8_0 runs the down experts as int8 and the rest as int4-g32, closer to the
     exact model than one int4-g32 scheme for all (the only difference between the two runs)."""
     moe = make_model(tmp_path / "moe-small", preset="small", arch="qwen3_moe")
-    real = gguf_ref.tensor_type
-    monkeypatch.setattr(gguf_ref, "tensor_type", lambda gname, shape, ttype: "Q8_0" if gname.endswith(
-        "ffn_down_exps.weight") else real(gname, shape, ttype))
+    override_type(monkeypatch, "ffn_down_exps.weight", "Q8_0")
     g = tmp_path / "moe-Q4_0-q8down.gguf"
     types = gguf_ref.model_to_gguf(moe, str(g), "Q4_0")
     assert types["blk.0.ffn_down_exps.weight"] == "Q8_0" and types["blk.0.ffn_up_exps.weight"] == "Q4_0"
-    ids = PROMPTS[2][:24]
-    exact = logits(str(g), ids, tmp_path / "e.npy", "none")
-    auto = logits(str(g), ids, tmp_path / "a.npy", "auto")
-    uniform = logits(str(g), ids, tmp_path / "u.npy", "int4-g32")
-    assert rel_err(auto, exact) < 0.85 * rel_err(uniform, exact), (rel_err(auto, exact), rel_err(uniform, exact))
+    assert_auto_closer(g, PROMPTS[2][:24], "int4-g32", tmp_path)
 
 
 @pytest.fixture(scope="module")

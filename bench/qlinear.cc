@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   };
   auto be = make_cpu_backend(threads);
-  const std::vector<std::string> formats = {"bf16", "int8", "int4-g32", "int4-g64", "int4-g32-zp",
+  const std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
                                             "int4-g64-zp"};
   struct Shape { const char* name; int64_t N, K; };
   const std::vector<Shape> shapes = {{"gate_up", 6144, 1024}, {"down", 1024, 3072}};

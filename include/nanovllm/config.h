@@ -99,9 +99,9 @@ inline constexpr std::string_view kSchedulingPolicyChoices[] = {"fcfs", "priorit
 inline constexpr std::string_view kTaskChoices[] = {"auto", "generate", "embed"};
 // kernels/quantized.h: parse_quant_scheme() takes each of these.
 inline constexpr std::string_view kQuantizationChoices[] = {
-    "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+    "auto", "none", "int8", "int8-g32", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
-    "auto", "none", "int8", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+    "auto", "none", "int8", "int8-g32", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16", "int8"};
 inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram", "draft"};
 

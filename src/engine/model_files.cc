@@ -68,8 +68,8 @@ const char* scheme_of(GgmlType t) {
     case GgmlType::Q4_0: return "int4-g32";
     case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
     case GgmlType::Q2_K: case GgmlType::Q3_K: return "int4-g32-zp";
-    case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K:
-    case GgmlType::Q8_0: return "int8";
+    case GgmlType::Q8_0: return "int8-g32";
+    case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K: return "int8";
     default: return "none";
   }
 }

@@ -8,7 +8,7 @@ namespace nanovllm {
 std::string QuantScheme::str() const {
   switch (kind) {
     case QuantKind::None: return "none";
-    case QuantKind::Int8: return "int8";
+    case QuantKind::Int8: return group > 0 ? "int8-g" + std::to_string(group) : "int8";
     case QuantKind::Int4:
       return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "");
   }
@@ -20,6 +20,11 @@ QuantScheme parse_quant_scheme(const std::string& s) {
   if (s.empty() || s == "none") return q;
   if (s == "int8") {
     q.kind = QuantKind::Int8;
+    return q;
+  }
+  if (s == "int8-g32") {
+    q.kind = QuantKind::Int8;
+    q.group = 32;
     return q;
   }
   // int4 defaults: group 32, symmetric (docs/perf.md: error and speed of each variant).
@@ -36,7 +41,7 @@ QuantScheme parse_quant_scheme(const std::string& s) {
     return q;
   }
   NV_THROW("unknown quantization '", s,
-           "' (expected none, int8, int4, int4-g32, int4-g64, int4-g32-zp or int4-g64-zp)");
+           "' (expected none, int8, int8-g32, int4, int4-g32, int4-g64, int4-g32-zp or int4-g64-zp)");
 }
 
 }  // namespace nanovllm

@@ -3,6 +3,8 @@
 //
 // Schemes (w ~ dequantized weight, q the stored integer):
 // - int8: per output channel (row), symmetric: w[n,k] = scale[n] * q[n,k], q in [-127, 127].
+// - int8-g32: per group of 32 consecutive k of a row, symmetric, an f16 scale per group:
+//     w = scale[g] * q, q in [-127, 127] (ggml's Q8_0 grid: a Q8_0 tensor repacks losslessly).
 // - int4: per group of `group` (32 or 64) consecutive k of a row:
 //     symmetric:        w = scale[g] * (q - 8),   q in [0, 15]
 //     with zero points: w = scale[g] * q + min[g] (min = the group's minimum, q in [0, 15])
@@ -17,6 +19,9 @@
 // - int8: Kp = K rounded up to 4; a block is Kp / 4 vectors of q (two's complement).
 //   scales F32 [Np], row_sums I32 [Np] = sum_k q[n,k] (the VNNI kernels feed x8 + 128 as the
 //   unsigned operand and subtract 128 * row_sum).
+// - int8-g32: Kp = K rounded up to 32; a block is Kp / 32 records of [8 vectors of 64 bytes as
+//   int8 (k = 4i .. 4i+3 of the group in vector i)][16 f16 scales][16 i16 group sums of q]
+//   (576 bytes per 16 rows x 32 k; the VNNI kernels subtract 128 * group sum per group).
 // - int4: Kp = K rounded up to the group; a block is Kp / group records of
 //   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only]. Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
@@ -37,12 +42,13 @@ enum class QuantKind : uint8_t { None, Int8, Int4 };
 
 struct QuantScheme {
   QuantKind kind = QuantKind::None;
-  int group = 0;             // int4: 32 or 64
+  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32)
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool enabled() const { return kind != QuantKind::None; }
-  std::string str() const;   // "none", "int8", "int4-g32", "int4-g64-zp", ...
+  bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", ...
 };
-// "none" | "" | "int8" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
+// "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -53,15 +59,19 @@ struct QuantizedWeight {
   int64_t Np = 0, Kp = 0;   // padded (see above)
   int64_t block_bytes = 0;  // bytes of one block of 16 rows in data
   Tensor data;              // U8 [Np / 16, block_bytes]
-  Tensor scales;            // int8: F32 [Np]
-  Tensor row_sums;          // int8: I32 [Np]
+  Tensor scales;            // int8 (per row): F32 [Np]
+  Tensor row_sums;          // int8 (per row): I32 [Np]
   // Input gather (see above): I32 [K] into x's in_features columns; undefined: x is [.., K].
   Tensor act_index;
   int64_t in_features = 0;  // x's columns when act_index is defined
   int64_t x_features() const { return act_index.defined() ? in_features : K; }
-  // int4: bytes of one group's record in a block.
-  int64_t group_record_bytes() const { return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0); }
-  // (An undefined Tensor is a 0-d scalar to nbytes(): int4 holds no scales/row_sums tensors.)
+  // int4, int8-g32: bytes of one group's record in a block.
+  int64_t group_record_bytes() const {
+    if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
+    return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
+  }
+  // (An undefined Tensor is a 0-d scalar to nbytes(): int4 and int8-g32 hold no scales/row_sums
+  // tensors.)
   size_t nbytes() const {
     return data.nbytes() + (scales.defined() ? scales.nbytes() : 0) +
            (row_sums.defined() ? row_sums.nbytes() : 0) + (act_index.defined() ? act_index.nbytes() : 0);

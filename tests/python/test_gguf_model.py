@@ -5,7 +5,7 @@
 - a model converted to GGUF gives exactly the logits of an HF checkpoint holding the
   reference's dequantized weights (names, shapes, llama q/k un-permutation, config);
 - the tokenizer and chat template come from the GGUF metadata alone, equal to tokenizer.json's;
-- --quantization auto repacks Q4_0 / Q4_1 losslessly (every row bit-identical), and the
+- --quantization auto repacks Q4_0 / Q4_1 / Q8_0 losslessly (every row bit-identical), and the
   engine's features (prefix cache, preemption, n > 1, TP = 2, structured outputs) give on the
   GGUF file exactly what they give on the dequantized checkpoint with the same scheme;
 - corrupt files are clear errors, never crashes."""
@@ -157,8 +157,8 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
             ref.get_tokenizer().apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
 
 
-@pytest.mark.parametrize("ttype,scheme", [("Q4_0", "int4-g32"), ("Q4_1", "int4-g32-zp")])
-def test_q4_repack_is_lossless(ttype, scheme, qwen_small, tmp_path):
+@pytest.mark.parametrize("ttype,scheme", [("Q4_0", "int4-g32"), ("Q4_1", "int4-g32-zp"), ("Q8_0", "int8-g32")])
+def test_repack_is_lossless(ttype, scheme, qwen_small, tmp_path):
     g = tmp_path / f"{ttype}.gguf"
     gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
     info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
@@ -214,7 +214,7 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
 
 def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
     """The same per-tensor rule for a Qwen3-MoE file's stacked experts: a Q4_0 file whose
-    ffn_down_exps are Q8_0 runs the down experts as int8 and the rest as int4-g32, closer to the
+    ffn_down_exps are Q8_0 runs the down experts as int8-g32 and the rest as int4-g32, closer to the
     exact model than one int4-g32 scheme for all (the only difference between the two runs)."""
     moe = make_model(tmp_path / "moe-small", preset="small", arch="qwen3_moe")
     override_type(monkeypatch, "ffn_down_exps.weight", "Q8_0")

@@ -40,7 +40,7 @@ QWeightView view_of(const QuantizedWeight& w) {
   v.Kp = w.Kp;
   v.block_bytes = w.block_bytes;
   v.data = w.data.data<uint8_t>();
-  if (w.scheme.kind == QuantKind::Int8) {
+  if (w.scheme.kind == QuantKind::Int8 && !w.scheme.int8_groups()) {
     v.scales = w.scales.data<float>();
     v.row_sums = w.row_sums.data<int32_t>();
   }
@@ -118,6 +118,19 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
       const int64_t n = 16 * b + r;
       for (int m = 0; m < M; ++m) {
         const int8_t* x = reinterpret_cast<const int8_t*>(a.x + m * Kp);
+        if (w.kind == QuantKind::Int8 && w.group > 0) {  // int8-g32: f16 scale per group record
+          const int g = w.group, rec = 16 * g + 64;
+          float acc = 0.f;
+          for (int64_t gi = 0; gi < Kp / g; ++gi) {
+            const uint8_t* rg = blk + gi * rec;
+            int32_t d = 0;
+            for (int e = 0; e < g; ++e)
+              d += int32_t(x[gi * g + e]) * int8_t(rg[(e / 4) * 64 + 4 * r + e % 4]);
+            acc = std::fma(float(d), f16_to_f32(reinterpret_cast<const uint16_t*>(rg + 16 * g)[r]), acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
         if (w.kind == QuantKind::Int8) {
           int32_t d = 0;
           for (int64_t k = 0; k < Kp; ++k) d += int32_t(x[k]) * int8_t(blk[(k / 4) * 64 + 4 * r + k % 4]);

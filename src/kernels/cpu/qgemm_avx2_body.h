@@ -84,6 +84,66 @@ void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
   }
 }
 
+// int8-g32 (kernels/quantized.h): per group record, 8 weight vectors, then 16 f16 scales and 16
+// i16 group sums (rows 8h .. 8h+7 at 16 h bytes into each). The group's integer dot is scaled
+// by its f16 scale into an f32 accumulator; with VNNI (x8 + 128 as the unsigned operand) minus
+// 128 x the group sum first. |w| x sign(x, w) without VNNI: |q| <= 127, so pmaddubsw cannot
+// saturate (2 x 127 x 127).
+template <int MB, int HB>
+void int8g_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 32, kVecs = G / 4, kRec = 16 * G + 64;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const uint8_t* r = blk + gi * kRec;
+        const uint8_t* xg = a.x + gi * G;
+        __m256i acc[HB][MB];
+        for (int hh = 0; hh < HB; ++hh)
+          for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
+        for (int t = 0; t < kVecs; ++t) {
+          __m256i wv[HB];
+          for (int hh = 0; hh < HB; ++hh) wv[hh] = load256(r + 64 * t + 32 * (h0 + hh));
+#if !NV_QVNNI
+          __m256i aw[HB];
+          for (int hh = 0; hh < HB; ++hh) aw[hh] = _mm256_sign_epi8(wv[hh], wv[hh]);
+#endif
+          for (int m = 0; m < MB; ++m) {
+            const __m256i xv = bcast4(xg + m * Kp + 4 * t);
+            for (int hh = 0; hh < HB; ++hh) {
+#if NV_QVNNI
+              acc[hh][m] = dot_u8s8(acc[hh][m], xv, wv[hh]);
+#else
+              acc[hh][m] = dot_u8s8(acc[hh][m], aw[hh], _mm256_sign_epi8(xv, wv[hh]));
+#endif
+            }
+          }
+        }
+        for (int hh = 0; hh < HB; ++hh) {
+          const int h = h0 + hh;
+          const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 16 * G + 16 * h)));
+          __m256i corr = _mm256_setzero_si256();
+          if (a.offset128)
+            corr = _mm256_slli_epi32(
+                _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 16 * G + 32 + 16 * h))), 7);
+          for (int m = 0; m < MB; ++m)
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(acc[hh][m], corr)), sc, facc[hh][m]);
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 // int4 partial sums over 4 weight lines. Without VNNI the multiplier port is the limit
 // (pmaddubsw, then pmaddwd to widen): a nibble (<= 15) times |x8| (<= 127) makes pmaddubsw pairs
 // of at most 3810, so the 8 products of 4 lines add exactly in 16 bits (30480 < 32767) and one
@@ -169,7 +229,8 @@ template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
   constexpr int HB = MB == 1 ? 2 : 1;
-  if (w.kind == QuantKind::Int8) return int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int8)
+    return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, HB, 32, true>(w, a, b0, b1, out, ldo)
                          : int4_rows<MB, HB, 32, false>(w, a, b0, b1, out, ldo);

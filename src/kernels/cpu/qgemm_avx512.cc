@@ -2,6 +2,7 @@
 // signed bytes and adds each 4 products into a 32-bit lane. A weight vector holds 4 k of the 16
 // rows of a block; the 4 activation bytes of those k are broadcast, so lane r accumulates row r.
 //   int8: unsigned = activations + 128 (broadcast), signed = weights; minus 128 * row_sum.
+//   int8-g32: as int8, minus 128 * group sum and scaled per group of 32 k.
 //   int4: unsigned = weight nibbles, signed = activations (broadcast); per group the integer
 //         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
 // Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
@@ -82,6 +83,53 @@ NV_TARGET_VNNI512 void int8_rows(const QWeightView& w, const QActs& a, int64_t b
   }
 }
 
+// int8-g32: per group record, 8 vectors of q (4 k x 16 rows each), then 16 f16 scales and 16
+// i16 group sums. The group's integer dot (x8 + 128 against q, minus 128 x the group sum) is
+// scaled by its f16 scale into an f32 accumulator per row.
+template <int MB>
+constexpr int kChains8g = MB == 1 ? 2 : 1;
+
+template <int MB>
+NV_TARGET_VNNI512 void int8g_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 32, kVecs = G / 4, kRec = 16 * G + 64;
+  constexpr int C = kChains8g<MB>;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const uint8_t* r = blk + gi * kRec;
+      const uint8_t* xg = a.x + gi * G;
+      __m512i acc[MB][C];
+      for (int m = 0; m < MB; ++m)
+        for (int c = 0; c < C; ++c) acc[m][c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int t = 0; t < kVecs; ++t) {
+        if constexpr (kPrefetch<MB>)
+          _mm_prefetch(reinterpret_cast<const char*>(r + 64 * t + kStreamPrefetchBytes), _MM_HINT_T0);
+        const __m512i wv = _mm512_loadu_si512(r + 64 * t);
+        const int c = t % C;
+        for (int m = 0; m < MB; ++m)
+          acc[m][c] = _mm512_dpbusd_epi32(acc[m][c], bcast4(xg + m * Kp + 4 * t), wv);
+      }
+      if constexpr (kPrefetch<MB>)  // the scale / sum line of the record, as far ahead
+        _mm_prefetch(reinterpret_cast<const char*>(r + 16 * G + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 16 * G)));
+      const __m512i corr = _mm512_slli_epi32(
+          _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 16 * G + 32))), 7);
+      for (int m = 0; m < MB; ++m) {
+        __m512i d = acc[m][0];
+        for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[m][c]);
+        facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(d, corr)), sc, facc[m]);
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 // int4: the high nibbles are used in place (v & 0xF0 = 16 q): their products accumulate 16x in
 // separate accumulators, shifted right by 4 (exact) per group. One op per 64 bytes less than
 // shifting every vector, which matters for the ALU-heavy decode stream.
@@ -140,7 +188,8 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
 
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
-  if (w.kind == QuantKind::Int8) return int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int8)
+    return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
                          : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);

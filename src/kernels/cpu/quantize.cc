@@ -1,4 +1,5 @@
-// Weight quantization: int8 per output channel, int4 per group (symmetric or with zero points),
+// Weight quantization: int8 per output channel or per group of 32 (f16 scales), int4 per group
+// (symmetric or with zero points),
 // written in the kernels' layout (kernels/quantized.h). Scales are rounded to their storage
 // type first and the integers computed with the rounded scale, so the stored weight is the
 // nearest one the format can express for that scale.
@@ -36,8 +37,29 @@ void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32
   *sum = total;
 }
 
-// Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k]; int4 q[r][k] of
-// group gi's record (the nibble: high when (k % 8) >= 4).
+// One int8 group (int8-g32): s = f16(max|w| / 127), q = round(w / s) with the f16 scale. A
+// ggml Q8_0 block (w = d q, max |q| = 127: how ggml quantizes) gives back s = d and the same q:
+// 127 d / 127 is exactly d in f32, and d q is exact, so the repack is lossless.
+void quantize_group_int8(const float* w, int g, int8_t* q, uint16_t* scale, int16_t* sum) {
+  float amax = 0.f;
+  for (int e = 0; e < g; ++e) amax = std::max(amax, std::abs(w[e]));
+  // Clamped to the largest finite f16 (65504) so a huge weight cannot make an infinite scale.
+  const uint16_t h = f32_to_f16(std::min(amax / 127.f, 65504.f));
+  const float s = f16_to_f32(h);
+  const float inv = s > 0.f ? 1.f / s : 0.f;
+  int total = 0;
+  for (int e = 0; e < g; ++e) {
+    const int v = std::clamp(nearest(w[e] * inv), -127, 127);
+    q[e] = int8_t(v);
+    total += v;
+  }
+  *scale = h;
+  *sum = int16_t(total);  // |sum| <= 32 x 127
+}
+
+// Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k] (also within an
+// int8-g32 record, k < 32); int4 q[r][k] of group gi's record (the nibble: high when
+// (k % 8) >= 4).
 int64_t int8_offset(int64_t r, int64_t k) { return (k / 4) * 64 + 4 * r + k % 4; }
 int64_t int4_offset(int64_t r, int64_t e) { return (e / 8) * 64 + 4 * r + e % 4; }
 
@@ -45,6 +67,21 @@ int64_t int4_offset(int64_t r, int64_t e) { return (e / 8) * 64 + 4 * r + e % 4;
 void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, uint8_t* dst) {
   const int64_t Kp = qw.Kp, R = QuantizedWeight::kBlockRows;
   std::memset(dst, 0, size_t(qw.block_bytes));
+  if (qw.scheme.int8_groups()) {
+    const int g = qw.scheme.group;
+    const int64_t rec = qw.group_record_bytes();
+    int8_t q[64];
+    for (int64_t gi = 0; gi < Kp / g; ++gi) {
+      uint8_t* r8 = dst + gi * rec;
+      uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 16 * g);
+      int16_t* sums = reinterpret_cast<int16_t*>(r8 + 16 * g + 32);
+      for (int64_t r = 0; r < R; ++r) {
+        quantize_group_int8(w + r * Kp + gi * g, g, q, &scales[r], &sums[r]);
+        for (int e = 0; e < g; ++e) r8[int8_offset(r, e)] = uint8_t(q[e]);
+      }
+    }
+    return;
+  }
   if (qw.scheme.kind == QuantKind::Int8) {
     std::vector<int8_t> q(static_cast<size_t>(Kp));
     for (int64_t r = 0; r < R; ++r) {
@@ -80,7 +117,11 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
   q.N = N;
   q.K = K;
   q.Np = round_up(N, QuantizedWeight::kBlockRows);
-  if (scheme.kind == QuantKind::Int8) {
+  if (scheme.int8_groups()) {
+    NV_CHECK(scheme.group == 32, "int8 group must be 32, got ", scheme.group);
+    q.Kp = round_up(K, scheme.group);
+    q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
+  } else if (scheme.kind == QuantKind::Int8) {
     q.Kp = round_up(K, 4);
     q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
   } else {
@@ -94,7 +135,8 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
 
 int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
   const QuantizedWeight q = quantized_layout(N, K, scheme);
-  const int64_t per_row = scheme.kind == QuantKind::Int8 ? 8 : 0;  // f32 scale + i32 row sum
+  // int8 per row: an f32 scale + an i32 row sum beside the blocks.
+  const int64_t per_row = scheme.kind == QuantKind::Int8 && !scheme.int8_groups() ? 8 : 0;
   return q.Np / QuantizedWeight::kBlockRows * q.block_bytes + q.Np * per_row;
 }
 
@@ -107,7 +149,7 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
            "quantize_weight: weights must be F32, BF16 or F16, got ", w.str());
   const int64_t R = QuantizedWeight::kBlockRows;
   QuantizedWeight q = quantized_layout(w.size(0), w.size(1), scheme);
-  if (scheme.kind == QuantKind::Int8) {
+  if (scheme.kind == QuantKind::Int8 && !scheme.int8_groups()) {
     q.scales = Tensor::zeros({q.Np}, DType::F32);
     q.row_sums = Tensor::zeros({q.Np}, DType::I32);
   }
@@ -134,6 +176,16 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
   NV_CHECK(n >= 0 && n < q.N, "dequantize_row: row ", n, " of ", q.N);
   const int64_t R = QuantizedWeight::kBlockRows, r = n % R;
   const uint8_t* blk = q.data.data<uint8_t>() + (n / R) * q.block_bytes;
+  if (q.scheme.int8_groups()) {
+    const int g = q.scheme.group;
+    const int64_t rec = q.group_record_bytes();
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* r8 = blk + (k / g) * rec;
+      const float sc = f16_to_f32(reinterpret_cast<const uint16_t*>(r8 + 16 * g)[r]);
+      out[k] = sc * float(int8_t(r8[int8_offset(r, k % g)]));
+    }
+    return;
+  }
   if (q.scheme.kind == QuantKind::Int8) {
     const float s = q.scales.data<float>()[n];
     for (int64_t k = 0; k < q.K; ++k) out[k] = s * float(int8_t(blk[int8_offset(r, k)]));

@@ -24,7 +24,7 @@ using test::rand_tensor;
 
 namespace {
 
-const char* kSchemes[] = {"int8", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+const char* kSchemes[] = {"int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
 
 // What the kernels do to a row of activations: x ~ s * round(x / s), s = max|x| / 127.
 std::vector<double> quantized_row(const float* x, int64_t K) {
@@ -109,7 +109,7 @@ TEST(Quantize, DequantizedErrorBounds) {
     for (int64_t n = 0; n < N; ++n) {
       cpu::dequantize_row(q, n, row.data());
       const float* wr = wf.data() + n * K;
-      const int64_t g = qs.kind == QuantKind::Int8 ? K : qs.group;
+      const int64_t g = qs.kind == QuantKind::Int8 && !qs.int8_groups() ? K : qs.group;
       for (int64_t k0 = 0; k0 < K; k0 += g) {
         const int64_t k1 = std::min(K, k0 + g);
         float amax = 0.f;
@@ -119,7 +119,10 @@ TEST(Quantize, DequantizedErrorBounds) {
           sse += double(row[size_t(k)] - wr[k]) * (row[size_t(k)] - wr[k]);
         }
         for (int64_t k = k0; k < k1; ++k) {
-          const double bound = qs.kind == QuantKind::Int8 ? amax / 127.0 * 0.5001 : 0.25 * amax;
+          // int8-g32: half a step of the f16-rounded scale (relative error <= 2^-11).
+          const double bound = qs.int8_groups()              ? amax / 127.0 * 0.5 * (1 + 1.0 / 1024)
+                               : qs.kind == QuantKind::Int8 ? amax / 127.0 * 0.5001
+                                                            : 0.25 * amax;
           ASSERT_LE(std::abs(row[size_t(k)] - wr[k]), bound) << name << " n=" << n << " k=" << k;
         }
         if (qs.kind == QuantKind::Int4 && k1 - k0 == g) {  // (the padded tail group differs)
@@ -133,6 +136,36 @@ TEST(Quantize, DequantizedErrorBounds) {
       std::printf("%s: squared error %.3g vs plain max-scaled %.3g\n", name, total, plain_total);
       EXPECT_LT(total, 0.95 * plain_total) << name << ": the search should gain something";
     }
+  }
+}
+
+// int8-g32 holds ggml's Q8_0 grid exactly: weights w = d q (d an f16 number per 32 k, q in
+// [-127, 127] with 127 or -127 in every group, as ggml's quantizer writes them) come back
+// bit-identical from dequantize_row, including an all-zero group, tiny (subnormal f16) and large
+// scales, and a K that is not a whole number of groups (the last group padded with zeros).
+TEST(Quantize, Int8G32HoldsTheQ8_0GridExactly) {
+  auto pool = std::make_unique<ThreadPool>(2);
+  const int64_t N = 21, K = 32 * 7 + 16;
+  Tensor w = Tensor::empty({N, K}, DType::F32);
+  float* wp = w.data<float>();
+  uint64_t st = 12345;
+  auto next = [&] { st = st * 6364136223846793005ull + 1442695040888963407ull; return uint32_t(st >> 33); };
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g0 = 0; g0 < K; g0 += 32) {
+      const int64_t g1 = std::min(K, g0 + 32);
+      // d: an f16 value, from 2^-20 (subnormal in f16) to ~2^9.
+      const float d = f16_to_f32(f32_to_f16(std::ldexp(1.f + float(next() % 1024) / 1024.f, int(next() % 30) - 20)));
+      for (int64_t k = g0; k < g1; ++k) {
+        const int q = int(next() % 255) - 127;
+        wp[n * K + k] = (n == 3 && g0 == 64) ? 0.f : d * float(q);
+      }
+      if (!(n == 3 && g0 == 64)) wp[n * K + g0 + int64_t(next() % uint32_t(g1 - g0))] = (next() % 2 ? 127.f : -127.f) * d;
+    }
+  QuantizedWeight q = cpu::quantize_weight(w, parse_quant_scheme("int8-g32"), *pool);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    cpu::dequantize_row(q, n, row.data());
+    for (int64_t k = 0; k < K; ++k) ASSERT_EQ(row[size_t(k)], wp[n * K + k]) << "n=" << n << " k=" << k;
   }
 }
 
@@ -182,7 +215,8 @@ TEST_P(QuantLinearTest, MatchesDequantizedReference) {
     den += exact[i] * exact[i];
   }
   const double rms = std::sqrt(num / den);
-  EXPECT_LT(rms, std::string(name) == "int8" ? 0.03 : 0.2) << name << " M=" << M << " K=" << K;
+  const bool int8 = parse_quant_scheme(name).kind == QuantKind::Int8;
+  EXPECT_LT(rms, int8 ? 0.03 : 0.2) << name << " M=" << M << " K=" << K;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -308,7 +342,7 @@ TEST(QuantAct, RowMatchesFormula) {
 // dequantized weights: the activations are int8-quantized per row inside each linear).
 TEST(QuantMoe, ParallelExpertsMatchSequential) {
   const int64_t E = 16, H = 64, I = 96;
-  for (const char* name : {"int8", "int4-g32"}) {
+  for (const char* name : {"int8", "int8-g32", "int4-g32"}) {
     std::vector<Tensor> gu, dn;
     for (int64_t e = 0; e < E; ++e) {
       gu.push_back(rand_tensor({2 * I, H}, DType::BF16, 0.1f));

@@ -303,7 +303,8 @@ def main():
     ap.add_argument("--gguf", action="store_true",
                     help="both engines read the identical GGUF file per type (issue 29): nanovllm "
                          "--model FILE.gguf with --quantization auto; --formats are then ggml types "
-                         "(default Q8_0,Q4_K_M)")
+                         "(default Q8_0,Q4_K_M); TYPE:SCHEME runs nanovllm on that file with "
+                         "--quantization SCHEME instead (e.g. Q8_0:int8, the per-row re-quantization)")
     ap.add_argument("--json", help="also write the raw numbers here")
     a = ap.parse_args()
     workloads = a.workloads.split(",")
@@ -311,12 +312,13 @@ def main():
         a.formats = "Q8_0,Q4_K_M"
     fmts = a.formats.split(",")
     pair = {"bf16": "bf16", "int8": "Q8_0", "int4": "Q4_0"}
-    if a.gguf:
-        pair = {f: f for f in fmts}  # same file on both sides
+    if a.gguf:  # same file on both sides; TYPE:SCHEME = that file, nanovllm --quantization SCHEME
+        pair = {f: f.split(":")[0] for f in fmts}
     if any(f not in pair for f in fmts):
         raise SystemExit(f"--formats: expected some of {', '.join(pair)}")
-    ours_fmts = {f: ([] if a.gguf else OURS[f]) for f in fmts}
-    peer_fmts = [pair[f] for f in fmts]
+    ours_fmts = {f: ((["--quantization", f.split(":")[1]] if ":" in f else []) if a.gguf else OURS[f])
+                 for f in fmts}
+    peer_fmts = list(dict.fromkeys(pair[f] for f in fmts))  # once per file
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit(f"unknown workload {w!r} (expected {', '.join(WORKLOADS)})")
@@ -324,7 +326,7 @@ def main():
         raise SystemExit(f"{a.nanovllm} not found: build nanovllm first")
     ensure_llama()
     mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch,
-                                [f for f in fmts if a.gguf and f not in ("bf16", "Q8_0", "Q4_0")])
+                                [f for f in peer_fmts if a.gguf and f not in ("bf16", "Q8_0", "Q4_0")])
     bp = None
     if "benchpy" in workloads:
         sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
@@ -345,7 +347,7 @@ def main():
     for r in range(a.rounds):
         for w in workloads:
             for fmt, flags in ours_fmts.items():
-                model = ggufs[fmt] if a.gguf else mdir
+                model = ggufs[pair[fmt]] if a.gguf else mdir
                 res[w].setdefault(f"nanovllm {fmt}", []).append(ours(a.nanovllm, model, flags, w, a.threads,
                                                                         a.kv_cache_dtype, bp))
             for fmt in peer_fmts:
@@ -364,13 +366,13 @@ def main():
               f"tokens), KV cache {bp['kv_bytes']} bytes each (llama.cpp -c {bp['peer_ctx']}, "
               f"{bp['slots']} slots)\n")
     if a.gguf:  # same file: one ratio per type
-        print("same GGUF file on both sides; nanovllm --quantization auto\n")
+        print("same GGUF file on both sides; nanovllm --quantization auto (TYPE:SCHEME: that scheme)\n")
         print("| workload | " + " | ".join(cols) + " | " + " | ".join(f"{f} ratio" for f in fmts) + " |")
         print("|---" * (len(cols) + len(fmts) + 1) + "|")
         for w in workloads:
             m = med[w]
             print(f"| {WORKLOADS[w]} | " + " | ".join(f"{m[c]:.1f}" for c in cols) + " | " +
-                  " | ".join(f"{m[f'nanovllm {f}'] / m[f'llama.cpp {f}']:.2f}x" for f in fmts) + " |")
+                  " | ".join(f"{m[f'nanovllm {f}'] / m[f'llama.cpp {pair[f]}']:.2f}x" for f in fmts) + " |")
     else:
         print_table(med, workloads, cols)
     if a.json:

@@ -105,43 +105,76 @@ NV_TARGET_AVX512 void gemv_rows_512(const float* x, const WT* w, float* out, int
   }
 }
 
-// M == 1, bf16 weights, K % 32 == 0: the decode hot path. One 64-byte load carries 32 weights;
-// dword i holds weights 2i (low half) and 2i+1 (high half), so a shift and a mask give both as
-// f32 without widening converts. x is pre-split to match: xs[b*32 + i] = x[32b + 2i],
-// xs[b*32 + 16 + i] = x[32b + 2i + 1].
+// BF16 weights, K % 32 == 0, AVX-512: every M (the decode hot path at M == 1). One 64-byte load
+// carries 32 weights; dword i holds weights 2i (low half) and 2i+1 (high half), so a shift and a
+// mask give both as f32 without widening converts. x is pre-split to match, per row:
+// xs[b*32 + i] = x[32b + 2i], xs[b*32 + 16 + i] = x[32b + 2i + 1].
+// Each (x row, weight row) dot has four accumulators (even / odd weights of each 32-weight half
+// of a 64-weight step; a K % 64 == 32 tail adds to the first two) summed as ((a0 + a1) + (a2 +
+// a3)), then one horizontal reduction: the same operations in the same order for every MR, so a
+// row's output bits do not depend on how many rows share the call (docs/determinism.md). Before,
+// M == 1 had these four accumulators and M >= 2 one, and a request's logits changed in the last
+// bits with its batch.
 // Rows are read one after another, so each thread reads one sequential stream: the hardware
 // prefetcher then runs at full bandwidth. (Interleaving 4 rows -- 4 streams -- plus software
 // prefetch measured 19-20 GB/s; one stream 26-30 GB/s on the same machine, docs/perf.md.)
-// The stream is also prefetched kStreamPrefetchBytes ahead in software (simd.h says why).
-NV_TARGET_AVX512 void gemv1_bf16_512(const float* xs, const uint16_t* w, float* out, int64_t K,
-                                     int64_t n0, int64_t n1) {
+// The stream is also prefetched kStreamPrefetchBytes ahead in software (simd.h says why) where
+// memory bounds the kernel (MR <= 4 x rows per weight row).
+template <int MR>
+NV_TARGET_AVX512 void gemv_split_bf16_512(const float* xs, const uint16_t* w, float* out, int64_t K,
+                                          int64_t N, int64_t n0, int64_t n1) {
   const __m512i hi_mask = _mm512_set1_epi32(int(0xFFFF0000u));
   const int64_t k64 = K / 64 * 64;
   for (int64_t n = n0; n < n1; ++n) {
     const uint16_t* row = w + n * K;
-    // Four independent accumulators hide the FMA latency (4 cycles) behind the loads.
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    // Four independent accumulators per x row hide the FMA latency (4 cycles) behind the loads.
+    __m512 a0[MR], a1[MR], a2[MR], a3[MR];
+    for (int m = 0; m < MR; ++m) a0[m] = a1[m] = a2[m] = a3[m] = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k < k64; k += 64) {
       const char* ahead = reinterpret_cast<const char*>(row + k) + kStreamPrefetchBytes;
       _mm_prefetch(ahead, _MM_HINT_T0);
       _mm_prefetch(ahead + 64, _MM_HINT_T0);
-      __m512i v0 = _mm512_loadu_si512(row + k), v1 = _mm512_loadu_si512(row + k + 32);
-      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), _mm512_loadu_ps(xs + k), a0);
-      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask)),
-                           _mm512_loadu_ps(xs + k + 16), a1);
-      a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)),
-                           _mm512_loadu_ps(xs + k + 32), a2);
-      a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, hi_mask)),
-                           _mm512_loadu_ps(xs + k + 48), a3);
+      const __m512i v0 = _mm512_loadu_si512(row + k), v1 = _mm512_loadu_si512(row + k + 32);
+      const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v0, 16));
+      const __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask));
+      const __m512 w2 = _mm512_castsi512_ps(_mm512_slli_epi32(v1, 16));
+      const __m512 w3 = _mm512_castsi512_ps(_mm512_and_si512(v1, hi_mask));
+      for (int m = 0; m < MR; ++m) {
+        const float* xm = xs + m * K + k;
+        a0[m] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xm), a0[m]);
+        a1[m] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xm + 16), a1[m]);
+        a2[m] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(xm + 32), a2[m]);
+        a3[m] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(xm + 48), a3[m]);
+      }
     }
     if (k < K) {  // one 32-wide block left (K % 64 == 32)
-      __m512i v0 = _mm512_loadu_si512(row + k);
-      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)), _mm512_loadu_ps(xs + k), a0);
-      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask)),
-                           _mm512_loadu_ps(xs + k + 16), a1);
+      const __m512i v0 = _mm512_loadu_si512(row + k);
+      const __m512 w0 = _mm512_castsi512_ps(_mm512_slli_epi32(v0, 16));
+      const __m512 w1 = _mm512_castsi512_ps(_mm512_and_si512(v0, hi_mask));
+      for (int m = 0; m < MR; ++m) {
+        a0[m] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xs + m * K + k), a0[m]);
+        a1[m] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xs + m * K + k + 16), a1[m]);
+      }
     }
-    out[n] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (int m = 0; m < MR; ++m)
+      out[m * N + n] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0[m], a1[m]), _mm512_add_ps(a2[m], a3[m])));
+  }
+}
+
+// Rows [n0, n1) of out [M, N] for M <= kGemvMaxRows split x rows (xs [M, K]): up to 4 x rows per
+// sweep over a weight row (16 accumulators); a second sweep finds the row in L1.
+NV_TARGET_AVX512 void gemv_split_dispatch(const float* xs, const uint16_t* w, float* out, int64_t M,
+                                          int64_t K, int64_t N, int64_t n0, int64_t n1) {
+  for (int64_t m0 = 0; m0 < M; m0 += 4) {
+    const float* x = xs + m0 * K;
+    float* o = out + m0 * N;
+    switch (std::min<int64_t>(4, M - m0)) {
+      case 1: gemv_split_bf16_512<1>(x, w, o, K, N, n0, n1); break;
+      case 2: gemv_split_bf16_512<2>(x, w, o, K, N, n0, n1); break;
+      case 3: gemv_split_bf16_512<3>(x, w, o, K, N, n0, n1); break;
+      default: gemv_split_bf16_512<4>(x, w, o, K, N, n0, n1); break;
+    }
   }
 }
 
@@ -259,11 +292,19 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   // kOnednn falls back to streaming when oneDNN declined.
   bool stream = lp == LinearPath::kStreaming || lp == LinearPath::kOnednn ||
                 (autopath && (M <= kStreamMaxRows || wd == DType::BF16));
-  if (stream && wd == DType::BF16 && M == 1 && K % 32 == 0 && active_isa() == Isa::Avx512) {
-    std::vector<float> xs(static_cast<size_t>(K));
-    split_even_odd(xp, xs.data(), K);
+  if (stream && wd == DType::BF16 && K % 32 == 0 && active_isa() == Isa::Avx512) {
+    thread_local std::vector<float> xs;
+    xs.resize(size_t(M * K));
+    for (int64_t m = 0; m < M; ++m) split_even_odd(xp + m * K, xs.data() + m * K, K);
+    const float* xsp = xs.data();  // (a thread_local named in the lambda would be the worker's)
+    // As below: tiles of kRowBlock weight rows, reused from L2 for every chunk of 8 rows of x.
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
-      gemv1_bf16_512(xs.data(), w.data<uint16_t>(), op, K, n0, n1);
+      for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
+        const int64_t ne = std::min(n1, nb + kRowBlock);
+        for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows)
+          gemv_split_dispatch(xsp + m0 * K, w.data<uint16_t>(), op + m0 * N,
+                              std::min<int64_t>(kGemvMaxRows, M - m0), K, N, nb, ne);
+      }
     }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
     add_bias_rows(bias, op, M, N);
     return;

@@ -121,7 +121,7 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
     int nh;         // KV heads h .. h + nh - 1 (decode items; prefill tiles take one)
   };
   // Decode items (fewer than kMinTileRows rows per head) take nh adjacent KV heads, so the rows
-  // kernel reads each key's slot row as one run (attention_tile.cc says why), as long as there
+  // kernel reads each key's slot row as one run (attention_rows_avx512.cc says why), as long as there
   // are still >= 4 items per thread (batch-1 decode: one head per item).
   const int per_seq_groups = std::max(1, (4 * pool.size() + std::max(B, 1) - 1) / std::max(B, 1));
   const int decode_nh = std::max(1, Hkv / per_seq_groups);
@@ -162,17 +162,15 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
       const int64_t first_pos = int64_t(ctx[w.b]) - nq_total;
       const int rows = (w.q1 - w.q0) * G;
       const int32_t* table = bt + int64_t(w.b) * bt_stride;
-      // AVX-512: many query rows (prefill) take the lane-parallel tile kernel, few rows (decode)
-      // the two-pass kernel; AVX2: its two-pass kernel for all. Scalar, D % 16 (AVX2: 8) != 0,
-      // AVX-512 windows or defensive cases: the per-key loop below.
+      // AVX-512 and AVX2: each its two-pass kernel for every item (one kernel per ISA: a row's
+      // bits do not depend on its batch). Scalar, D % 16 (AVX2: 8) != 0, AVX-512 windows or
+      // defensive cases: the per-key loop below.
       if (w.fast) {
         AttentionTile<KV> t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
                             int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale, w.nh, kvrow, W};
         if (attention_rows_avx2(t)) continue;
         t.window = 0;
-        if (!w.windowed &&
-            (rows >= kMinTileRows ? attention_tile_avx512(t) : attention_rows_avx512(t)))
-          continue;
+        if (!w.windowed && attention_rows_avx512(t)) continue;
       }
       for (int h = w.h; h < w.h + w.nh; ++h) {
         std::fill(acc.begin(), acc.begin() + rows * D, 0.f);

@@ -1,13 +1,13 @@
-// AVX-512 attention for a tile of query rows, flash-style (online softmax over key blocks).
+// AVX-512 paged attention: one two-pass kernel for every work item (decode rows, prefill tiles,
+// chunked-prefill and verification rows; f32 / bf16 / int8 caches; windows take the per-key
+// loop in attention.cc).
 //
-// Layout trick: the tile's queries are transposed once into qt[D][16] (16 query rows = the 16
-// lanes of a zmm), so a score for one key over 16 rows is D FMAs of qt[d] with a broadcast of
-// k[d]; the online-softmax max/sum then run lane-wise across keys, with no horizontal
-// reductions in the inner loop. Scores are kept in log2 units (q pre-scaled by scale*log2(e))
-// so the exponential is one exp2.
-//
-// Per 16-row group and 16-key block: QK^T 16 x 16 x D FMAs (4 keys in flight for latency),
-// P = exp2(S - m) lane-wise, then acc[r][:] += sum_j P[j][r] * V[j][:] per row.
+// One kernel for every row keeps a row's bits independent of its batch (docs/determinism.md).
+// Until 2026-11-29 prefill items (>= 8 query rows) ran a lane-parallel tile kernel (16 query rows
+// in the lanes of a zmm, an online softmax per 16 keys) and decode items this kernel, so a
+// position computed by a prefill in one run and by a decode or a short chunk in another differed
+// in the last bits. With scores in blocks of 4 keys x 2 rows (below) this kernel prefills about
+// as fast as the tile kernel did (docs/perf.md).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "kernels/cpu/attention_tile.h"
@@ -26,8 +26,6 @@ namespace nanovllm::cpu {
 
 namespace {
 
-constexpr int kLanes = 16;  // query rows per zmm
-
 // 16 K/V elements as f32 (f32 cache: as is; bf16: the top half of f32; int8: the integers, the
 // caller applies the row's scale).
 NV_TARGET_AVX512 inline __m512 load16_kv(const float* p) { return _mm512_loadu_ps(p); }
@@ -42,124 +40,8 @@ inline float row_scale(const KV* row, int D) {
   if constexpr (std::is_same_v<KV, int8_t>) return kv_int8_scale(row, D);
   else return 1.f;
 }
-constexpr int kKeys = 16;   // keys per block
 
-// Pointers to the block's K and V rows as f32: the cache rows themselves (f32 cache), or the
-// rows widened into kbuf / vbuf [kKeys][D] (bf16 and int8 caches: widened once per block, not per
-// use; int8 times its row's scale).
-NV_TARGET_AVX512 inline const float* rows_f32(const float* row, int, float*) { return row; }
-NV_TARGET_AVX512 inline const float* rows_f32(const uint16_t* row, int D, float* buf) {
-  for (int d = 0; d < D; d += 16) _mm512_storeu_ps(buf + d, load16_bf16(row + d));
-  return buf;
-}
-NV_TARGET_AVX512 inline const float* rows_f32(const int8_t* row, int D, float* buf) {
-  const __m512 s = _mm512_set1_ps(kv_int8_scale(row, D));
-  for (int d = 0; d < D; d += 16) _mm512_storeu_ps(buf + d, _mm512_mul_ps(load16_kv(row + d), s));
-  return buf;
-}
-
-template <class KV>
-NV_TARGET_AVX512 void tile_avx512(const AttentionTile<KV>& t) {
-  const int D = t.D, G = t.G;
-  const int rows = (t.q1 - t.q0) * G;
-  const float qscale = t.scale * 1.4426950408889634f;  // log2(e)
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  // qt[d][lane] and the output accumulator acct[d][lane] (lane = query row), and the widened
-  // K / V rows of a bf16 cache.
-  std::vector<float> qt(size_t(D) * kLanes), acct(size_t(D) * kLanes);
-  std::vector<float> kwide(std::is_same_v<KV, float> ? 0 : size_t(kKeys) * D);
-  std::vector<float> vwide(std::is_same_v<KV, float> ? 0 : size_t(kKeys) * D);
-  alignas(64) float pbuf[kKeys][kLanes];
-  alignas(64) int32_t posbuf[kLanes];
-
-  for (int r0 = 0; r0 < rows; r0 += kLanes) {
-    const int nr = std::min(kLanes, rows - r0);
-    // Transpose (and pre-scale) the group's query rows; padding lanes get zeros and position
-    // -1 (every key masked).
-    int max_pos = -1;
-    for (int i = 0; i < kLanes; ++i) {
-      if (i < nr) {
-        const int r = r0 + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
-        const float* src = t.q + (t.tok0 + qi) * t.q_stride + int64_t(hq) * D;
-        for (int d = 0; d < D; ++d) qt[size_t(d) * kLanes + i] = src[d] * qscale;
-        posbuf[i] = t.first_pos + qi;
-        max_pos = std::max(max_pos, posbuf[i]);
-      } else {
-        for (int d = 0; d < D; ++d) qt[size_t(d) * kLanes + i] = 0.f;
-        posbuf[i] = -1;
-      }
-    }
-    const __m512i pos = _mm512_load_si512(posbuf);
-    __m512 m = _mm512_set1_ps(neg_inf), l = _mm512_setzero_ps();
-    std::fill(acct.begin(), acct.end(), 0.f);
-
-    for (int j0 = 0; j0 <= max_pos; j0 += kKeys) {
-      const int nj = std::min(kKeys, max_pos + 1 - j0);
-      const float* kr[kKeys];
-      const float* vr[kKeys];
-      for (int j = 0; j < nj; ++j) {
-        const int key = j0 + j;
-        const int64_t slot = int64_t(t.block_table[key / t.block_size]) * t.block_size + key % t.block_size;
-        const int64_t off = slot * t.kv_stride + int64_t(t.h) * t.row;
-        kr[j] = rows_f32(t.k_cache + off, D, kwide.data() + size_t(j) * D);
-        vr[j] = rows_f32(t.v_cache + off, D, vwide.data() + size_t(j) * D);
-      }
-      for (int j = nj; j < kKeys; ++j) kr[j] = kr[0], vr[j] = vr[0];  // lanes of absent keys: masked
-      // S: 16 rows (lanes) x 16 keys, 8 keys per pass: per d one q load, 8 broadcasts, 8 FMAs.
-      __m512 s[kKeys];
-      for (int jb = 0; jb < nj; jb += 8) {
-        __m512 a[8];
-        for (int u = 0; u < 8; ++u) a[u] = _mm512_setzero_ps();
-        for (int d = 0; d < D; ++d) {
-          const __m512 qd = _mm512_loadu_ps(qt.data() + size_t(d) * kLanes);
-          for (int u = 0; u < 8; ++u) a[u] = _mm512_fmadd_ps(qd, _mm512_set1_ps(kr[jb + u][d]), a[u]);
-        }
-        for (int u = 0; u < 8; ++u) s[jb + u] = a[u];
-      }
-      // Causal mask per lane, block max, new running max.
-      __mmask16 valid[kKeys];
-      __m512 bm = _mm512_set1_ps(neg_inf);
-      for (int j = 0; j < nj; ++j) {
-        valid[j] = _mm512_cmp_epi32_mask(_mm512_set1_epi32(j0 + j), pos, _MM_CMPINT_LE);
-        bm = _mm512_mask_max_ps(bm, valid[j], bm, s[j]);
-      }
-      const __m512 m_new = _mm512_max_ps(m, bm);
-      const __mmask16 live = _mm512_cmp_ps_mask(m_new, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
-      // c = 2^(m - m_new): 0 where m was -inf (nothing accumulated yet), 1 on dead lanes.
-      const __mmask16 had = _mm512_cmp_ps_mask(m, _mm512_set1_ps(neg_inf), _CMP_NEQ_OQ);
-      const __m512 c = _mm512_maskz_mov_ps(had & live, exp2_512(_mm512_sub_ps(m, m_new)));
-      __m512 psum = _mm512_setzero_ps();
-      for (int j = 0; j < nj; ++j) {
-        __m512 p = _mm512_maskz_mov_ps(valid[j] & live, exp2_512(_mm512_sub_ps(s[j], m_new)));
-        psum = _mm512_add_ps(psum, p);
-        _mm512_store_ps(pbuf[j], p);
-      }
-      l = _mm512_fmadd_ps(l, c, psum);
-      m = _mm512_mask_mov_ps(m, live, m_new);
-      // acct[d][:] = acct[d][:] * c + sum_j p[j][:] * v[j][d], rows in lanes like S: per key one
-      // P load, 8 broadcasts of V, 8 FMAs (the row-major form needed 2 loads per FMA).
-      for (int d0 = 0; d0 < D; d0 += 8) {
-        __m512 a[8];
-        for (int u = 0; u < 8; ++u) a[u] = _mm512_mul_ps(_mm512_loadu_ps(acct.data() + size_t(d0 + u) * kLanes), c);
-        for (int j = 0; j < nj; ++j) {
-          const __m512 pj = _mm512_load_ps(pbuf[j]);
-          for (int u = 0; u < 8; ++u) a[u] = _mm512_fmadd_ps(pj, _mm512_set1_ps(vr[j][d0 + u]), a[u]);
-        }
-        for (int u = 0; u < 8; ++u) _mm512_storeu_ps(acct.data() + size_t(d0 + u) * kLanes, a[u]);
-      }
-    }
-    // out[row][d] = acct[d][row] / l[row].
-    alignas(64) float inv[kLanes];
-    _mm512_store_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.f), l));
-    for (int i = 0; i < nr; ++i) {
-      const int r = r0 + i, qi = t.q0 + r / G, hq = t.h * G + r % G;
-      float* dst = t.out + (t.tok0 + qi) * t.out_stride + int64_t(hq) * D;
-      for (int d = 0; d < D; ++d) dst[d] = acct[size_t(d) * kLanes + i] * inv[i];
-    }
-  }
-}
-
-// Few rows (decode: one query per sequence, G heads each, for nh adjacent KV heads): two passes
+// Each item (one sequence; decode: one query, G heads each, for nh adjacent KV heads): two passes
 // over the keys, no transpose. Pass 1 reads each key's slot row -- the nh heads' K rows side by
 // side, and the next key's slot follows in the same block -- once, and dots it with every row's
 // query (scores in log2 units); the softmax then runs vectorized along the keys; pass 2
@@ -216,6 +98,41 @@ NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t 
   }
 }
 
+// The lane sums of 8 vectors of 16: out lane i = sum of v[i]'s 16 lanes, each by the same tree
+// (the 512-bit halves added, then the AVX2 8 x 8 tree ((x0 + x1) + (x2 + x3)) + ...).
+NV_TARGET_AVX512 inline __m256 hsum_8x16(const __m512* v) {
+  __m256 h[8];
+  for (int u = 0; u < 8; ++u)
+    h[u] = _mm256_add_ps(_mm512_castps512_ps256(v[u]),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v[u]), 1)));
+  const __m256 t0 = _mm256_hadd_ps(h[0], h[1]), t1 = _mm256_hadd_ps(h[2], h[3]);
+  const __m256 t2 = _mm256_hadd_ps(h[4], h[5]), t3 = _mm256_hadd_ps(h[6], h[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// Pass 1 for two rows (q1 may repeat q0) and kKeyBlock keys: out[i * kKeyBlock + u] = q_i . k_u
+// (without the key's int8 scale). Eight accumulators, one per (row, key): 4 K rows in flight,
+// each loaded once for both rows, and one reduction tree for all eight sums (a horizontal sum
+// per score cost more than its 8 FMAs at D = 128). A score's bits depend only on its q and k.
+constexpr int kKeyBlock = 4;
+template <class KV>
+NV_TARGET_AVX512 inline void score_block(const float* q0, const float* q1, const KV* const* k, int D,
+                                         float* out) {
+  __m512 a[8];
+  for (int u = 0; u < 8; ++u) a[u] = _mm512_setzero_ps();
+  for (int d = 0; d < D; d += 16) {
+    const __m512 x0 = _mm512_loadu_ps(q0 + d), x1 = _mm512_loadu_ps(q1 + d);
+#pragma GCC unroll 4
+    for (int u = 0; u < kKeyBlock; ++u) {
+      const __m512 kv = load16_kv(k[u] + d);
+      a[u] = _mm512_fmadd_ps(x0, kv, a[u]);
+      a[kKeyBlock + u] = _mm512_fmadd_ps(x1, kv, a[kKeyBlock + u]);
+    }
+  }
+  _mm256_storeu_ps(out, hsum_8x16(a));
+}
+
 template <class KV>
 NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const int D = t.D, G = t.G, nh = t.nh;
@@ -268,22 +185,28 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   for (int c0 = 0; c0 < nkeys; c0 += kc) {
     const int c1 = std::min(nkeys, c0 + kc);
     const bool first = c0 == 0, last = c1 == nkeys;
-    // Pass 1: scores of keys [c0, c1) into sbuf[r][j - c0].
-    for (int j = c0; j < c1; ++j) {
-      prefetch_k(j + kAhead);
-      prefetch_v(j + kAhead);
-      for (int r = 0; r < rows; ++r) {
-        const KV* k = t.k_cache + kv_off[size_t(j)] + int64_t(r / R) * t.row;
-        const float* qr = qbuf.data() + size_t(r) * D;
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0;
-        int d = 0;
-        for (; d + 32 <= D; d += 32) {
-          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
-          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d + 16), load16_kv(k + d + 16), a1);
+    // Pass 1: scores of keys [c0, c1) into sbuf[r][j - c0], kKeyBlock keys x 2 rows of one head
+    // at a time (a head's odd last row is paired with itself; the block's missing keys repeat
+    // its last key and are dropped).
+    for (int j = c0; j < c1; j += kKeyBlock) {
+      const int nk = std::min(kKeyBlock, c1 - j);
+      for (int u = 0; u < kKeyBlock; ++u) prefetch_k(j + u + kAhead), prefetch_v(j + u + kAhead);
+      for (int hh = 0; hh < nh; ++hh) {
+        const KV* k[kKeyBlock];
+        float ks[kKeyBlock];
+        for (int u = 0; u < kKeyBlock; ++u) {
+          k[u] = t.k_cache + kv_off[size_t(j + std::min(u, nk - 1))] + int64_t(hh) * t.row;
+          ks[u] = row_scale(k[u], D);
         }
-        if (d < D) a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qr + d), load16_kv(k + d), a0);
-        sbuf[size_t(r) * stride + (j - c0)] =
-            _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) * row_scale(k, D);
+        for (int rb = hh * R; rb < (hh + 1) * R; rb += 2) {
+          const int r1 = std::min(rb + 1, (hh + 1) * R - 1);
+          alignas(32) float sc[2 * kKeyBlock];
+          score_block(qbuf.data() + size_t(rb) * D, qbuf.data() + size_t(r1) * D, k, D, sc);
+          for (int u = 0; u < nk; ++u) {
+            sbuf[size_t(rb) * stride + (j + u - c0)] = sc[u] * ks[u];
+            sbuf[size_t(r1) * stride + (j + u - c0)] = sc[kKeyBlock + u] * ks[u];
+          }
+        }
       }
     }
     // Softmax along the chunk's keys, per row: p = 2^(s - m), m the running max, masked beyond
@@ -358,24 +281,14 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
 }  // namespace
 
 template <class KV>
-bool attention_tile_avx512(const AttentionTile<KV>& t) {
-  if (active_isa() != Isa::Avx512 || t.D % 16 != 0 || t.nh != 1) return false;
-  tile_avx512(t);
-  return true;
-}
-
-template <class KV>
 bool attention_rows_avx512(const AttentionTile<KV>& t) {
   if (active_isa() != Isa::Avx512 || t.D % 16 != 0) return false;
   rows_avx512(t);
   return true;
 }
 
-template bool attention_tile_avx512(const AttentionTile<float>&);
-template bool attention_tile_avx512(const AttentionTile<uint16_t>&);
 template bool attention_rows_avx512(const AttentionTile<float>&);
 template bool attention_rows_avx512(const AttentionTile<uint16_t>&);
-template bool attention_tile_avx512(const AttentionTile<int8_t>&);
 template bool attention_rows_avx512(const AttentionTile<int8_t>&);
 
 }  // namespace nanovllm::cpu

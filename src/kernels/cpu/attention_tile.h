@@ -1,7 +1,6 @@
-// The vectorized attention kernels behind paged_attention: AVX-512 (attention_tile.cc) has a
-// query-tile kernel for items with many query rows (prefill) and a two-pass kernel for few rows
-// (decode); AVX2 (attention_rows_avx2.cc) runs its two-pass kernel for every item. Internal to
-// kernels/cpu.
+// The vectorized attention kernels behind paged_attention: AVX-512 (attention_rows_avx512.cc)
+// and AVX2 (attention_rows_avx2.cc) each run one two-pass kernel for every item (decode rows and
+// prefill tiles alike). Internal to kernels/cpu.
 #pragma once
 #include <cstdint>
 
@@ -30,16 +29,14 @@ struct AttentionTile {
   int first_pos;        // key position of query 0
   int q0, q1;           // the tile's queries [q0, q1)
   float scale;          // softmax scale
-  int nh = 1;           // rows kernel: KV heads h .. h + nh - 1 in one item (the tile kernel: 1)
+  int nh = 1;           // KV heads h .. h + nh - 1 in one item (prefill tiles: 1)
   int row = 0;          // elements per (slot, head) row: D, or D + 4 for int8
   int window = 0;       // sliding window (0: none; the AVX-512 kernels are given none)
 };
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.
-// tile: many rows (prefill), queries transposed into vector lanes.
-template <class KV>
-bool attention_tile_avx512(const AttentionTile<KV>& t);
-// rows: few rows (decode), two passes over the keys with a vectorized softmax; t.nh heads.
+// Two passes over the keys with a vectorized softmax; t.nh heads; no window (t.window ignored).
+// A row's result depends only on that row, as for the AVX2 kernel below.
 template <class KV>
 bool attention_rows_avx512(const AttentionTile<KV>& t);
 // AVX2 (with FMA and F16C; D % 8 == 0): the two-pass kernel for any number of rows, windows too.

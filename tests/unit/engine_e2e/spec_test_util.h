@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/simd.h"
 #include "nanovllm/llm.h"
 #include "random_model.h"
 
@@ -84,22 +83,10 @@ inline SpecRun generate(const Config& c, const std::vector<std::vector<int>>& pr
   return r;
 }
 
-// Logprobs are compared bitwise where the CPU runs one attention kernel for every row (AVX2,
-// scalar). On AVX-512 a verification row of K + 1 positions x G heads >= 8 rows takes the tile
-// kernel and plain decoding's row the rows kernel, which sum in different orders: the gap
-// docs/determinism.md lists, seen on an AVX-512 (AMX) host on 2026-11-28 (K = 6 and 7: equal
-// tokens, logprobs a few f32 ulps apart). There the bound is that table's: equal tokens and text,
-// logprobs within kAvx512LogprobTol. Stated up front: an f32 softmax over < 200 keys summed in
-// another order moves a logprob of magnitude <= 20 by ~1e-5; 1e-3 leaves a factor of 100.
-inline constexpr float kAvx512LogprobTol = 1e-3f;
-inline bool bitwise_logprobs() { return cpu::active_isa() != cpu::Isa::Avx512; }
-
-inline void expect_logprob(float a, float b, const std::string& w) {
-  if (bitwise_logprobs())
-    EXPECT_EQ(a, b) << w;
-  else
-    EXPECT_NEAR(a, b, kAvx512LogprobTol) << w << " (AVX-512: tile vs rows kernel)";
-}
+// Logprobs are compared bitwise: every ISA runs one attention kernel for every row (since
+// 2026-11-29 on AVX-512 too), so a verification row equals plain decoding's row
+// (docs/determinism.md).
+inline void expect_logprob(float a, float b, const std::string& w) { EXPECT_EQ(a, b) << w; }
 
 inline void expect_identical(const SpecRun& ref, const SpecRun& got, const std::string& what) {
   ASSERT_EQ(ref.outputs.size(), got.outputs.size()) << what;

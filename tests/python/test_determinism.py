@@ -17,8 +17,14 @@ import urllib.request
 import numpy as np
 import pytest
 
-from conftest import BIN, make_model
-from nanovllm import LLM, SamplingParams
+# The exact (streaming) CPU linears for every engine here, Python, CLI and server alike: where the
+# CPU multiplies bf16 faster than f32 (AMX, AMD Zen 4: kernels/cpu/bf16_dot_probe.h) `auto` sends
+# bf16 weights at >= 16 rows to oneDNN on bf16-rounded activations, the one path outside the
+# contract (docs/determinism.md); elsewhere `auto` is this path already.
+os.environ["NANOVLLM_LINEAR_PATH"] = "streaming"
+
+from conftest import BIN, make_model  # noqa: E402
+from nanovllm import LLM, SamplingParams  # noqa: E402
 
 KW = dict(kvcache_block_size=16, max_model_len=256, num_kvcache_blocks=64)
 TARGETS = [

@@ -14,7 +14,7 @@ using namespace nanovllm;
 namespace {
 const char* const kVars[] = {"NANOVLLM_NUM_THREADS", "NANOVLLM_SPIN_US",
                              "NANOVLLM_ADAPTIVE_THREADS", "NANOVLLM_CPU_WEIGHT_COPY",
-                             "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL", "NANOVLLM_CUDA_DECODE",
+                             "NANOVLLM_LINEAR_PATH", "NANOVLLM_ISA", "NANOVLLM_CUDA_PREFILL", "NANOVLLM_CUDA_DECODE",
                              "NANOVLLM_CUDA_GEMM"};
 
 // Saves the variables, clears them, and restores them at the end of the test.
@@ -71,6 +71,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   setenv("NANOVLLM_SPIN_US", "0", 1);
   setenv("NANOVLLM_ADAPTIVE_THREADS", "0", 1);
   setenv("NANOVLLM_CPU_WEIGHT_COPY", "0", 1);
+  setenv("NANOVLLM_LINEAR_PATH", "streaming", 1);
   setenv("NANOVLLM_ISA", "avx2", 1);
   setenv("NANOVLLM_CUDA_PREFILL", "tc", 1);
   setenv("NANOVLLM_CUDA_DECODE", "v1", 1);  // not the default (v2)
@@ -80,6 +81,7 @@ TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
   EXPECT_EQ(c.backend.spin_us, 0);
   EXPECT_FALSE(c.backend.adaptive_threads);
   EXPECT_FALSE(c.backend.cpu_weight_copy);
+  EXPECT_EQ(c.backend.linear_path, LinearPath::kStreaming);
   EXPECT_EQ(c.backend.isa, IsaCap::kAvx2);
   EXPECT_EQ(c.backend.cuda_prefill, CudaPrefill::kTensorCore);
   EXPECT_EQ(c.backend.cuda_decode, CudaDecode::kV1);
@@ -93,6 +95,8 @@ TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
   EXPECT_NE(error_of("NANOVLLM_SPIN_US", "-5").find("NANOVLLM_SPIN_US must be >= 0, got -5"),
             std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_CPU_WEIGHT_COPY", "no").find("NANOVLLM_CPU_WEIGHT_COPY must be 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(error_of("NANOVLLM_LINEAR_PATH", "fast").find("NANOVLLM_LINEAR_PATH must be auto, streaming, blas or onednn, got 'fast'"),
             std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_ISA", "avx9").find("NANOVLLM_ISA must be '', avxvnni, avx2 or scalar, got 'avx9'"),
             std::string::npos);

@@ -299,6 +299,10 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     const float* xsp = xs.data();  // (a thread_local named in the lambda would be the worker's)
     // As below: tiles of kRowBlock weight rows, reused from L2 for every chunk of 8 rows of x.
     pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
+      if (M == 1) {  // one sequential stream per thread, no tiles (the decode hot path)
+        gemv_split_bf16_512<1>(xsp, w.data<uint16_t>(), op, K, N, n0, n1);
+        return;
+      }
       for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
         const int64_t ne = std::min(n1, nb + kRowBlock);
         for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows)

@@ -316,8 +316,8 @@ void add_attention_cases(std::vector<Case>& out) {
   }
   // head_dim that is no multiple of 8 (generic CUDA path, CPU per-key loop).
   add(out, "mixed_odd_head_dim", {{{0, 20}, {33, 1}}, 4, 2, 20, 16});
-  // Moved from kernels_cpu: the CPU AVX-512 tile kernel's shapes (full and partial 16-row
-  // groups), few-row decode kernel with per-row causal limits, D % 16 != 0.
+  // Moved from kernels_cpu: prefill items of full and partial 16-query tiles, few-row decode
+  // items with per-row causal limits, D % 16 != 0.
   add(out, "single_token", {{{0, 1}}, 4, 4, 16, 16});
   add(out, "qwen3_06b_heads", {{{0, 77}, {300, 5}, {3, 1}}, 16, 8, 128, 256});
   add(out, "decode_boundaries_hkv3", {{{40, 1}, {63, 1}, {64, 1}, {0, 2}}, 6, 3, 8, 32});
@@ -347,7 +347,7 @@ void add_attention_cases(std::vector<Case>& out) {
     add(out, "prefill_hint_understated", p);
   }
   // A BF16 KV cache (--kv-cache-dtype bf16; the CPU stores F32 activations rounded): prefill
-  // tile kernel, decode kernel, the per-key loop (D % 16 != 0), a mixed batch.
+  // tiles, decode rows, the per-key loop (D % 16 != 0), a mixed batch.
   for (AttnSpec s : {AttnSpec{{{0, 77}, {300, 5}, {3, 1}}, 16, 8, 128, 256},
                      AttnSpec{decode_seqs({1, 15, 16, 17, 300}), 16, 4, 128, 16, true},
                      AttnSpec{{{40, 1}, {63, 1}, {64, 1}, {0, 2}}, 6, 3, 8, 32},

@@ -293,23 +293,31 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
   bool stream = lp == LinearPath::kStreaming || lp == LinearPath::kOnednn ||
                 (autopath && (M <= kStreamMaxRows || wd == DType::BF16));
   if (stream && wd == DType::BF16 && K % 32 == 0 && active_isa() == Isa::Avx512) {
+    // x split for the kernel, kSplitRows rows at a time: the buffer stays small (a 16K-token
+    // prefill of K = 3072 would otherwise hold 200 MB), and each block's rows still reuse every
+    // weight tile from L2; an output row's bits do not depend on the block.
+    constexpr int64_t kSplitRows = 256;
     thread_local std::vector<float> xs;
-    xs.resize(size_t(M * K));
-    for (int64_t m = 0; m < M; ++m) split_even_odd(xp + m * K, xs.data() + m * K, K);
-    const float* xsp = xs.data();  // (a thread_local named in the lambda would be the worker's)
-    // As below: tiles of kRowBlock weight rows, reused from L2 for every chunk of 8 rows of x.
-    pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
-      if (M == 1) {  // one sequential stream per thread, no tiles (the decode hot path)
-        gemv_split_bf16_512<1>(xsp, w.data<uint16_t>(), op, K, N, n0, n1);
-        return;
-      }
-      for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
-        const int64_t ne = std::min(n1, nb + kRowBlock);
-        for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows)
-          gemv_split_dispatch(xsp + m0 * K, w.data<uint16_t>(), op + m0 * N,
-                              std::min<int64_t>(kGemvMaxRows, M - m0), K, N, nb, ne);
-      }
-    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
+    for (int64_t mb = 0; mb < M; mb += kSplitRows) {
+      const int64_t mm = std::min(kSplitRows, M - mb);
+      xs.resize(size_t(mm * K));
+      for (int64_t m = 0; m < mm; ++m) split_even_odd(xp + (mb + m) * K, xs.data() + m * K, K);
+      const float* xsp = xs.data();  // (a thread_local named in the lambda would be the worker's)
+      float* ob = op + mb * N;
+      // As below: tiles of kRowBlock weight rows, reused from L2 for every chunk of 8 rows of x.
+      pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
+        if (mm == 1) {  // one sequential stream per thread, no tiles (the decode hot path)
+          gemv_split_bf16_512<1>(xsp, w.data<uint16_t>(), ob, K, N, n0, n1);
+          return;
+        }
+        for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
+          const int64_t ne = std::min(n1, nb + kRowBlock);
+          for (int64_t m0 = 0; m0 < mm; m0 += kGemvMaxRows)
+            gemv_split_dispatch(xsp + m0 * K, w.data<uint16_t>(), ob + m0 * N,
+                                std::min<int64_t>(kGemvMaxRows, mm - m0), K, N, nb, ne);
+        }
+      }, grain_for_work(mm * K, kMinChunkMacs, kRowBlock));
+    }
     add_bias_rows(bias, op, M, N);
     return;
   }

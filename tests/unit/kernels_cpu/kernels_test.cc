@@ -134,6 +134,42 @@ TEST(Linear, DecodeBf16FastPathMatchesNaive) {
   }
 }
 
+// BF16 weights with K % 32 == 0 on the streaming path at every M (AVX-512: the split kernel,
+// 4 x-rows per sweep, x split 256 rows at a time): each output row matches the f64 reference and
+// is bitwise the row computed alone (M == 1), the batch invariance docs/determinism.md promises.
+TEST(Linear, Bf16RowsEqualTheirRowAlone) {
+  BackendOptions opts;
+  opts.linear_path = LinearPath::kStreaming;
+  auto be = make_cpu_backend(2, opts);
+  for (int K : {320, 352}) {
+    const int N = 45;
+    Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+    auto wf = to_f32_vector(w);
+    for (int M : {2, 3, 5, 8, 9, 33, 300}) {
+      Tensor x = rand_tensor({M, K}, DType::F32);
+      Tensor out = Tensor::empty({M, N}, DType::F32);
+      poison(out);
+      be->linear(x, w, nullptr, out);
+      auto xf = to_f32_vector(x);
+      std::vector<double> ref(size_t(M * N));
+      for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+          double s = 0;
+          for (int k = 0; k < K; ++k) s += double(xf[size_t(m * K + k)]) * wf[size_t(n * K + k)];
+          ref[size_t(m * N + n)] = s;
+        }
+      EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5) << "K=" << K << " M=" << M;
+      for (int m : {0, M / 2, M - 1}) {
+        Tensor x1 = Tensor::empty({1, K}, DType::F32), o1 = Tensor::empty({1, N}, DType::F32);
+        std::memcpy(x1.data<float>(), x.data<float>() + size_t(m) * K, size_t(K) * 4);
+        be->linear(x1, w, nullptr, o1);
+        EXPECT_EQ(0, std::memcmp(o1.data<float>(), out.data<float>() + size_t(m) * N, size_t(N) * 4))
+            << "K=" << K << " M=" << M << " row " << m << " differs from the row alone";
+      }
+    }
+  }
+}
+
 // to_device copies large weights into the huge-page arena (same bytes, new address) and leaves
 // small tensors where they are.
 TEST(CpuBackend, ToDeviceCopiesLargeWeightsIntoArena) {

@@ -63,7 +63,7 @@ def test_sampling_params_api():
     (dict(policy="fifo"), ValueError, r"policy must be prefill-first or mixed"),
     (dict(gpu_memory_utilization=1.5), ValueError, r"gpu_memory_utilization must be in \(0, 1\]"),
     (dict(kv_cache_dtype="f16"), ValueError, r"kv_cache_dtype must be auto, f32, bf16 or int8, got 'f16'"),
-    (dict(quantization="int5"), ValueError, r"quantization must be auto, none, int8, int4, .* got 'int5'"),
+    (dict(quantization="int5"), ValueError, r"quantization must be auto, none, int8, int8-g32, int4, .* got 'int5'"),
     (dict(allow_nonfinite_weights="yes"), TypeError, r"Config\.allow_nonfinite_weights must be a bool"),
     # The tiny model's 4 heads do not split over 3 ranks: the engine's message comes through.
     (dict(tensor_parallel_size=3, device="cpu"), NanoVLLMError,

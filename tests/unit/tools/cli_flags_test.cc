@@ -222,7 +222,7 @@ TEST(CliFlags, BadValuesNameTheFlag) {
   EXPECT_EQ(error_of({"--stop", ""}), "--stop strings must be non-empty, got an empty string");
   EXPECT_THAT(error_of({"--stop-token-ids", "1,x"}), HasSubstr("invalid token id 'x' in '1,x'"));
   EXPECT_THAT(error_of({"--quantization", "int5"}),
-              HasSubstr("--quantization must be auto, none, int8, int4, "));
+              HasSubstr("--quantization must be auto, none, int8, int8-g32, int4, "));
   // What involves two fields is validate()'s, after parsing (naming the fields).
   EXPECT_EQ(error_of({"--max-tokens", "2", "--min-tokens", "5"}),
             "min_tokens must be in [0, max_tokens=2], got 5");

@@ -15,8 +15,8 @@ A quantized linear X (weight [N, K] = [out, in]) is stored as:
   multiplication of the f16 scale by the (exact) integer difference.
 
 Functions: `dequantize_module(tensors, prefix, qcfg)` -> float32 [N, K];
-`dequantized_checkpoint(model_dir, out_dir)` writes an f32 HF directory of the dequantized
-model; `quantize(w, method, group, sym, desc_act, v2, rng)` and `convert(model_dir, out_dir, ...)`
+`dequantized_checkpoint(model_dir, out_dir)` writes an HF directory of the dequantized
+model (quantized modules in f32, other tensors in their own dtype); `quantize(w, method, group, sym, desc_act, v2, rng)` and `convert(model_dir, out_dir, ...)`
 write GPTQ / AWQ checkpoints from a dense one (round-to-nearest, an independent writer).
 """
 import json
@@ -94,17 +94,28 @@ def dequantize_module(tensors, prefix, qcfg):
 
 
 def dequantized_checkpoint(model_dir, out_dir):
-    """An f32 HF directory holding the exact dequantization of a GPTQ / AWQ checkpoint."""
+    """An HF directory holding the exact dequantization of a GPTQ / AWQ checkpoint: the
+    quantized modules' weights in f32, every other tensor in its own dtype (BF16 stays BF16, so
+    the engine runs it through the same kernel as in the quantized checkpoint; F16 / F32 as
+    F32)."""
     cfg = json.load(open(os.path.join(model_dir, "config.json")))
     qcfg = qcfg_of(cfg)
     tensors = st_reader.load_model_dir(model_dir)
+    dtypes = {}
+    for f in sorted(os.listdir(model_dir)):
+        if f.endswith(".safetensors"):
+            dtypes.update(st_reader.file_dtypes(os.path.join(model_dir, f)))
     prefixes = sorted(n[: -len(".qweight")] for n in tensors if n.endswith(".qweight"))
     out = {}
     for p in prefixes:
         out[p + ".weight"] = ("F32", dequantize_module(tensors, p, qcfg))
     fields = {p + f for p in prefixes for f in (".qweight", ".qzeros", ".scales", ".g_idx")}
     for n, t in tensors.items():
-        if n not in fields:
+        if n in fields:
+            continue
+        if dtypes.get(n) == "BF16":  # exact: the values came from bf16
+            out[n] = ("BF16", st_reader.f32_to_bf16_bits(t.astype(np.float32)))
+        else:
             out[n] = ("F32", t.astype(np.float32))
     os.makedirs(out_dir, exist_ok=True)
     st_reader.save_file(os.path.join(out_dir, "model.safetensors"), out)

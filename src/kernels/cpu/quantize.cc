@@ -21,40 +21,37 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 inline int nearest(float v) { return round_nearest(v); }
 
-// One row of int8: q = round(w / s), s = max|w| / 127.
-void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32_t* sum) {
-  float amax = 0.f;
-  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k]));
-  const float s = amax / 127.f;
+// q[i] = round(w[i] / s) clamped to [-127, 127] (s = 0: all 0); returns the sum of q.
+int32_t int8_codes(const float* w, int64_t n, float s, int8_t* q) {
   const float inv = s > 0.f ? 1.f / s : 0.f;
   int32_t total = 0;
-  for (int64_t k = 0; k < K; ++k) {
-    const int v = std::clamp(nearest(w[k] * inv), -127, 127);
-    q[k] = int8_t(v);
+  for (int64_t i = 0; i < n; ++i) {
+    const int v = std::clamp(nearest(w[i] * inv), -127, 127);
+    q[i] = int8_t(v);
     total += v;
   }
-  *scale = s;
-  *sum = total;
+  return total;
+}
+
+float abs_max(const float* w, int64_t n) {
+  float amax = 0.f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::abs(w[i]));
+  return amax;
+}
+
+// One row of int8: q = round(w / s), s = max|w| / 127.
+void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32_t* sum) {
+  *scale = abs_max(w, K) / 127.f;
+  *sum = int8_codes(w, K, *scale, q);
 }
 
 // One int8 group (int8-g32): s = f16(max|w| / 127), q = round(w / s) with the f16 scale. A
 // ggml Q8_0 block (w = d q, max |q| = 127: how ggml quantizes) gives back s = d and the same q:
 // 127 d / 127 is exactly d in f32, and d q is exact, so the repack is lossless.
 void quantize_group_int8(const float* w, int g, int8_t* q, uint16_t* scale, int16_t* sum) {
-  float amax = 0.f;
-  for (int e = 0; e < g; ++e) amax = std::max(amax, std::abs(w[e]));
   // Clamped to the largest finite f16 (65504) so a huge weight cannot make an infinite scale.
-  const uint16_t h = f32_to_f16(std::min(amax / 127.f, 65504.f));
-  const float s = f16_to_f32(h);
-  const float inv = s > 0.f ? 1.f / s : 0.f;
-  int total = 0;
-  for (int e = 0; e < g; ++e) {
-    const int v = std::clamp(nearest(w[e] * inv), -127, 127);
-    q[e] = int8_t(v);
-    total += v;
-  }
-  *scale = h;
-  *sum = int16_t(total);  // |sum| <= 32 x 127
+  *scale = f32_to_f16(std::min(abs_max(w, g) / 127.f, 65504.f));
+  *sum = int16_t(int8_codes(w, g, f16_to_f32(*scale), q));  // |sum| <= 32 x 127
 }
 
 // Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k] (also within an

@@ -12,18 +12,6 @@ using namespace nanovllm;
 
 namespace {
 
-// out = x @ w^T in f64 over the given (possibly rounded) x.
-std::vector<double> naive(const std::vector<float>& xf, const std::vector<float>& wf, int M,
-                          int N, int K) {
-  std::vector<double> ref(size_t(M * N));
-  for (int m = 0; m < M; ++m)
-    for (int n = 0; n < N; ++n) {
-      double s = 0;
-      for (int k = 0; k < K; ++k) s += double(xf[size_t(m * K + k)]) * wf[size_t(n * K + k)];
-      ref[size_t(m * N + n)] = s;
-    }
-  return ref;
-}
 
 }  // namespace
 
@@ -41,7 +29,7 @@ TEST(BackendOptions, TwoBackendsKeepTheirOwnLinearPath) {
   auto xf = to_f32_vector(x), wf = to_f32_vector(w);
   std::vector<float> xr = xf;
   for (auto& v : xr) v = bf16_to_f32(f32_to_bf16(v));
-  const auto exact = naive(xf, wf, M, N, K), rounded = naive(xr, wf, M, N, K);
+  const auto exact = test::naive_linear(xf, wf, M, N, K), rounded = test::naive_linear(xr, wf, M, N, K);
   for (int round = 0; round < 2; ++round) {  // alternate: a global switch would leak across
     Tensor a = Tensor::empty({M, N}, DType::F32), b = Tensor::empty({M, N}, DType::F32);
     test::poison(a);

@@ -24,6 +24,19 @@ inline Tensor rand_tensor(const Shape& s, DType dt, float scale = 1.f) {
   return t;
 }
 
+// out = x @ w^T in f64 (x [M, K], w [N, K] row-major as f32 vectors) -> [M, N].
+inline std::vector<double> naive_linear(const std::vector<float>& xf, const std::vector<float>& wf,
+                                        int M, int N, int K) {
+  std::vector<double> ref(size_t(M) * N);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += double(xf[size_t(m) * K + k]) * wf[size_t(n) * K + k];
+      ref[size_t(m) * N + n] = s;
+    }
+  return ref;
+}
+
 inline void poison(Tensor& t) {
   float* p = t.data<float>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::numeric_limits<float>::quiet_NaN();

@@ -150,14 +150,7 @@ TEST(Linear, Bf16RowsEqualTheirRowAlone) {
       Tensor out = Tensor::empty({M, N}, DType::F32);
       poison(out);
       be->linear(x, w, nullptr, out);
-      auto xf = to_f32_vector(x);
-      std::vector<double> ref(size_t(M * N));
-      for (int m = 0; m < M; ++m)
-        for (int n = 0; n < N; ++n) {
-          double s = 0;
-          for (int k = 0; k < K; ++k) s += double(xf[size_t(m * K + k)]) * wf[size_t(n * K + k)];
-          ref[size_t(m * N + n)] = s;
-        }
+      const std::vector<double> ref = test::naive_linear(to_f32_vector(x), wf, M, N, K);
       EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5) << "K=" << K << " M=" << M;
       for (int m : {0, M / 2, M - 1}) {
         Tensor x1 = Tensor::empty({1, K}, DType::F32), o1 = Tensor::empty({1, N}, DType::F32);

@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   };
   auto be = make_cpu_backend(threads);
+  // int4-g32-zp-f32: the layout a GGUF's Q4_K repacks into (f32 scale and min; here fitted from
+  // floats like int4-g32-zp, so only its bytes and kernel differ).
   const std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
-                                            "int4-g64-zp"};
+                                            "int4-g64-zp", "int4-g32-zp-f32"};
   struct Shape { const char* name; int64_t N, K; };
   const std::vector<Shape> shapes = {{"gate_up", 6144, 1024}, {"down", 1024, 3072}};
   const std::vector<int64_t> Ms = {1, 4, 16, 64, 512};

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "command.h"
 #include "engine/model_files.h"
+#include "kernels/cpu/pack_int4.h"
 #include "kernels/cpu/quantize.h"
 #include "loader/gguf_checkpoint.h"
 #include "loader/gguf_quants.h"
@@ -25,17 +27,19 @@ namespace {
 
 using nlohmann::json;
 
-// The engine layout of one weight vs the GGUF values it came from.
+// The engine layout of one weight vs the GGUF values it came from: quantized from them with
+// `scheme`, or (`as_stored`, a Q4_K tensor under auto) its codes and parameters repacked.
 json repack_check(const nanovllm::Tensor& w, const nanovllm::QuantScheme& scheme,
-                  nanovllm::ThreadPool& pool) {
+                  const nanovllm::Int4Groups* as_stored, nanovllm::ThreadPool& pool) {
   const int64_t N = w.size(0), K = w.size(1);
-  nanovllm::QuantizedWeight q = nanovllm::cpu::quantize_weight(w, scheme, pool);
+  nanovllm::QuantizedWeight q = as_stored ? nanovllm::cpu::pack_int4_groups(*as_stored, pool)
+                                          : nanovllm::cpu::quantize_weight(w, scheme, pool);
   std::vector<float> row(static_cast<size_t>(K));
   double max_abs = 0, max_rel = 0;
   int64_t exact_rows = 0;
   const float* src = w.data<float>();
   for (int64_t n = 0; n < N; ++n) {
-    nanovllm::cpu::dequantize_row(q, n, row.data());
+    nanovllm::cpu::dequantize_row_inputs(q, n, row.data());
     double d = 0, m = 0;
     for (int64_t k = 0; k < K; ++k) {
       d = std::max(d, double(std::fabs(row[size_t(k)] - src[n * K + k])));
@@ -45,7 +49,7 @@ json repack_check(const nanovllm::Tensor& w, const nanovllm::QuantScheme& scheme
     max_abs = std::max(max_abs, d);
     if (m > 0) max_rel = std::max(max_rel, d / m);
   }
-  return {{"rows", N}, {"exact_rows", exact_rows}, {"max_abs_diff", max_abs},
+  return {{"scheme", q.scheme.str()}, {"rows", N}, {"exact_rows", exact_rows}, {"max_abs_diff", max_abs},
           {"max_diff_over_row_max", max_rel}};
 }
 
@@ -97,8 +101,9 @@ int run_gguf_info(int argc, char** argv) {
     // LM head follows --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
+    // A Q4_K tensor runs as stored (int4-g32-zp-f32) unless it is fused with another type.
     for (const auto& [name, q] : per_tensor)
-      if (ck->tensors().at(name).expert <= 0) by_scheme[q.str()]++;
+      if (ck->tensors().at(name).expert <= 0) by_scheme[ck->has_int4(name) ? "int4-g32-zp-f32" : q.str()]++;
     j["quantization_auto_tensors"] = by_scheme;
     j["config"] = json::parse(ck->hf_config_json());
     if (repack) {
@@ -110,9 +115,11 @@ int run_gguf_info(int argc, char** argv) {
         const nanovllm::QuantScheme s = quant == "auto" && it != per_tensor.end() ? it->second : scheme;
         if (r.t->ne.size() < 2 || name == "model.embed_tokens.weight" || !s.enabled()) continue;
         nanovllm::Tensor w = nanovllm::to_dtype(ck->get(name), nanovllm::DType::F32);
-        json c = repack_check(w, s, pool);
+        std::optional<nanovllm::Int4Groups> stored;
+        if (quant == "auto" && ck->has_int4(name)) stored = ck->get_int4(name);
+        json c = repack_check(w, s, stored ? &*stored : nullptr, pool);
         json& agg = per_type[nanovllm::ggml_type_name(r.t->type)];
-        if (agg.is_null()) agg = {{"scheme", s.str()}, {"tensors", 0}, {"rows", 0}, {"exact_rows", 0},
+        if (agg.is_null()) agg = {{"scheme", c["scheme"]}, {"tensors", 0}, {"rows", 0}, {"exact_rows", 0},
                                   {"max_abs_diff", 0.0}, {"max_diff_over_row_max", 0.0}};
         agg["tensors"] = agg["tensors"].get<int>() + 1;
         agg["rows"] = agg["rows"].get<int64_t>() + c["rows"].get<int64_t>();

@@ -4,6 +4,8 @@
 // (loader/int4_checkpoint.h); header-only, so the loader needs no kernel library.
 //
 //   w[n, k] = scale[n, g] * (q[n, k] - zero[n, g]),   g = g_idx[k]
+// or, with `mins` (ggml's Q4_K, whose minimum is not an integer number of steps):
+//   w[n, k] = scale[n, g] * q[n, k] + min[n, g]
 //
 // g_idx maps each input column to its group: k / group_size for plain checkpoints, any order
 // for GPTQ's act-order (desc_act) and for a tensor-parallel rank's column slice (whose groups
@@ -21,6 +23,8 @@ struct Int4Groups {
   Tensor q;              // U8 [N, K]: codes 0..15
   Tensor scales;         // F32 [N, G]: the checkpoint's scales (f16 values, or bf16 / f32)
   Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible)
+  Tensor mins;           // F32 [N, G] or undefined; when defined, zeros is undefined (see above)
+  bool has_mins() const { return mins.defined(); }
   Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)
 };
 

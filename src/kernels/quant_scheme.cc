@@ -10,7 +10,7 @@ std::string QuantScheme::str() const {
     case QuantKind::None: return "none";
     case QuantKind::Int8: return group > 0 ? "int8-g" + std::to_string(group) : "int8";
     case QuantKind::Int4:
-      return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "");
+      return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "");
   }
   return "?";
 }
@@ -33,6 +33,10 @@ QuantScheme parse_quant_scheme(const std::string& s) {
   if (s == "int4" || s == "int4-g32") return q;
   if (s == "int4-g64") {
     q.group = 64;
+    return q;
+  }
+  if (s == "int4-g32-zp-f32") {  // the layout of a Q4_K repack; a fit from floats keeps f16 values
+    q.zero_points = q.f32_params = true;
     return q;
   }
   if (s == "int4-g32-zp" || s == "int4-g64-zp") {

@@ -8,6 +8,9 @@
 // - int4: per group of `group` (32 or 64) consecutive k of a row:
 //     symmetric:        w = scale[g] * (q - 8),   q in [0, 15]
 //     with zero points: w = scale[g] * q + min[g] (min = the group's minimum, q in [0, 15])
+//   f16 scale and min, or (`f32_params`, group 32 with zero points only) f32: what a lossless
+//   repack of ggml's Q4_K needs, whose scale d x sc and min dmin x m (f16 x 6-bit integer)
+//   take up to 17 significant bits (kernels/cpu/pack_int4.h; made only by a repack).
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
@@ -23,7 +26,8 @@
 //   int8 (k = 4i .. 4i+3 of the group in vector i)][16 f16 scales][16 i16 group sums of q]
 //   (576 bytes per 16 rows x 32 k; the VNNI kernels subtract 128 * group sum per group).
 // - int4: Kp = K rounded up to the group; a block is Kp / group records of
-//   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only]. Line t's low
+//   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only] (f32_params:
+//   [16 f32 scales][16 f32 mins], 8 * group + 128 bytes). Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
@@ -44,9 +48,10 @@ struct QuantScheme {
   QuantKind kind = QuantKind::None;
   int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32)
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
+  bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
@@ -68,6 +73,7 @@ struct QuantizedWeight {
   // int4, int8-g32: bytes of one group's record in a block.
   int64_t group_record_bytes() const {
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
+    if (scheme.f32_params) return 8 * scheme.group + 128;
     return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
   }
   // (An undefined Tensor is a 0-d scalar to nbytes(): int4 and int8-g32 hold no scales/row_sums

@@ -165,6 +165,46 @@ void GgufCheckpoint::map_tensors() {
   }
 }
 
+namespace {
+// The GGUF row (of `rows`, within an expert slice) holding HF row hr: HF row (head h, half j,
+// i) of a RoPE-permuted q / k was written by llama.cpp's converter at (h, i, j).
+int64_t file_row(const GgufCheckpoint::Ref& r, int64_t rows, int64_t hr) {
+  if (r.tf != GgufCheckpoint::Ref::Tf::UnpermuteRoPE) return hr;
+  const int64_t d = rows / r.heads;
+  const int64_t h = hr / d, rem = hr % d, j = rem / (d / 2), i = rem % (d / 2);
+  return h * d + 2 * i + j;
+}
+}  // namespace
+
+bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
+  auto it = refs_.find(hf_name);
+  if (it == refs_.end()) return false;
+  const Ref& r = it->second;
+  return r.t->type == uint32_t(GgmlType::Q4_K) && r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) &&
+         r.tf != Ref::Tf::MinusOne;
+}
+
+Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
+  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K linear weight");
+  const Ref& r = refs_.at(hf_name);
+  const GgufTensor& t = *r.t;
+  Int4Groups g;
+  g.N = t.ne[1];
+  g.K = t.ne[0];
+  g.G = g.K / 32;
+  g.q = Tensor::empty({g.N, g.K}, DType::U8);
+  g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+  g.mins = Tensor::empty({g.N, g.G}, DType::F32);
+  g.g_idx = Tensor::empty({g.K}, DType::I32);
+  for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  const size_t row_bytes = size_t(g.K / 256) * 144;
+  const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;  // an expert's slice of the stack
+  for (int64_t hr = 0; hr < g.N; ++hr)
+    unpack_row_q4_k(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
+                    g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G);
+  return g;
+}
+
 Tensor GgufCheckpoint::get(const std::string& hf_name) const {
   auto it = refs_.find(hf_name);
   if (it == refs_.end()) NV_THROW("missing tensor '", hf_name, "' in ", path_);
@@ -191,17 +231,10 @@ Tensor GgufCheckpoint::get(const std::string& hf_name) const {
                        : t.type == uint32_t(GgmlType::BF16) ? DType::BF16
                                                              : DType::F32;
   Tensor out = Tensor::empty(shape, out_dt);
-  const int64_t d = r.tf == Ref::Tf::UnpermuteRoPE ? rows / r.heads : 0;
   uint8_t* dst = static_cast<uint8_t*>(out.raw());
   const size_t out_row = size_t(cols) * dtype_size(out_dt);
   for (int64_t hr = 0; hr < rows; ++hr) {
-    // HF row (head h, half j, i) was written by llama.cpp's converter at (h, i, j).
-    int64_t gr = hr;
-    if (d) {
-      const int64_t h = hr / d, rem = hr % d, j = rem / (d / 2), i = rem % (d / 2);
-      gr = h * d + 2 * i + j;
-    }
-    const uint8_t* src = t.data + size_t(row0 + gr) * row_bytes;
+    const uint8_t* src = t.data + size_t(row0 + file_row(r, rows, hr)) * row_bytes;
     if (out_dt == DType::F32)
       dequantize_row(GgmlType(t.type), src, reinterpret_cast<float*>(dst + size_t(hr) * out_row), cols);
     else

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/int4_groups.h"
 #include "loader/gguf.h"
 #include "util/tensor.h"
 
@@ -43,6 +44,11 @@ class GgufCheckpoint {
   const std::map<std::string, Ref>& tensors() const { return refs_; }  // by HF name
   // The tensor under its HF name and shape (a host copy; F32 for block-quantized types).
   Tensor get(const std::string& hf_name) const;
+  // A Q4_K linear weight (2-D, or one expert of a stack) as codes with f32 scale and min per 32:
+  // what the CPU's int4 kernels hold losslessly (kernels/cpu/pack_int4.h). get_int4 throws for
+  // a tensor has_int4 denies.
+  bool has_int4(const std::string& hf_name) const;
+  Int4Groups get_int4(const std::string& hf_name) const;
   // config.json text equivalent to the metadata (architectures, sizes, RoPE, MoE, Gemma
   // windows, bos/eos ids, tie_word_embeddings, torch_dtype).
   std::string hf_config_json() const;

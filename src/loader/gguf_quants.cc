@@ -160,6 +160,27 @@ void deq_q4_k(const uint8_t* b, float* y) {  // 144 bytes: d, dmin, scales[12], 
   }
 }
 
+}  // namespace
+
+void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_q4_k: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 144) {
+    const float d = h2f(src), dmin = h2f(src + 2);
+    const uint8_t* sc = src + 4;
+    const uint8_t* qs = src + 16;
+    for (int p = 0; p < 4; ++p, qs += 32) {  // sub-blocks 2p (low nibbles) and 2p + 1 (high)
+      float d1, m1, d2, m2;
+      k4_pair(sc, 2 * p, d, dmin, &d1, &m1, &d2, &m2);
+      scale[0] = d1, min[0] = -m1, scale[1] = d2, min[1] = -m2;
+      scale += 2, min += 2;
+      for (int l = 0; l < 32; ++l) q[l] = qs[l] & 0xF, q[32 + l] = qs[l] >> 4;
+      q += 64;
+    }
+  }
+}
+
+namespace {
+
 void deq_q5_k(const uint8_t* b, float* y) {  // 176 bytes: d, dmin, scales[12], qh[32], qs[128]
   const float d = h2f(b), dmin = h2f(b + 2);
   const uint8_t* sc = b + 4;

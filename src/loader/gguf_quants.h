@@ -45,4 +45,10 @@ std::string ggml_type_name(uint32_t type);  // "Q4_K", or "type 99" for unknown 
 // (n / block_size * type_size bytes) into out[n].
 void dequantize_row(GgmlType type, const uint8_t* src, float* out, int64_t n);
 
+// One Q4_K row of n elements (n % 256 == 0) as 4-bit codes and per-32 parameters, so that
+// dequantize_row gives exactly scale[k / 32] * q[k] + min[k / 32] (f32; scale = d x sc and
+// min = -(dmin x m) are exact products): the int4 kernels' lossless repack (gguf_checkpoint.h).
+// q[n], scale[n / 32], min[n / 32].
+void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min);
+
 }  // namespace nanovllm

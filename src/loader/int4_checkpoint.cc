@@ -151,10 +151,17 @@ std::pair<std::string, Tensor> Int4Checkpoint::scales(const std::string& weight_
 Tensor dequantize_int4(const Int4Groups& w) {
   Tensor out = Tensor::empty({w.N, w.K}, DType::F32);
   const uint8_t* q = w.q.data<uint8_t>();
-  const uint8_t* z = w.zeros.data<uint8_t>();
   const float* s = w.scales.data<float>();
   const int32_t* gi = w.g_idx.data<int32_t>();
   float* o = out.data<float>();
+  if (w.has_mins()) {  // scale * q + min: one rounding, as ggml's Q4_K (scale * q is exact)
+    const float* mn = w.mins.data<float>();
+    for (int64_t n = 0; n < w.N; ++n)
+      for (int64_t k = 0; k < w.K; ++k)
+        o[n * w.K + k] = s[n * w.G + gi[k]] * float(q[n * w.K + k]) + mn[n * w.G + gi[k]];
+    return out;
+  }
+  const uint8_t* z = w.zeros.data<uint8_t>();
   for (int64_t n = 0; n < w.N; ++n)
     for (int64_t k = 0; k < w.K; ++k) {
       const int64_t g = gi[k];

@@ -22,7 +22,8 @@ Int4Groups int4_rows(const Int4Groups& w, int64_t begin, int64_t count) {
   r.N = count;
   r.q = copy_rows(w.q, begin, count);
   r.scales = copy_rows(w.scales, begin, count);
-  r.zeros = copy_rows(w.zeros, begin, count);
+  if (w.has_mins()) r.mins = copy_rows(w.mins, begin, count);
+  else r.zeros = copy_rows(w.zeros, begin, count);
   return r;
 }
 
@@ -48,6 +49,8 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   r.N = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Int4Groups& p = parts[i];
+    NV_CHECK(p.has_mins() == a.has_mins(), "'", names[i], "' and '", names[0],
+             "' store their groups differently (scale and min / integer zero points)");
     NV_CHECK(p.K == a.K && p.G == a.G, "'", names[i], "' has ", p.K, " input features in ", p.G, " groups, '",
              names[0], "' ", a.K, " in ", a.G, ": they cannot share one input");
     NV_CHECK(std::memcmp(p.g_idx.raw(), a.g_idx.raw(), size_t(a.K) * 4) == 0, "'", names[i], "' and '", names[0],
@@ -57,12 +60,14 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   }
   r.q = Tensor::empty({r.N, a.K}, DType::U8);
   r.scales = Tensor::empty({r.N, a.G}, DType::F32);
-  r.zeros = Tensor::empty({r.N, a.G}, DType::U8);
+  if (a.has_mins()) r.mins = Tensor::empty({r.N, a.G}, DType::F32);
+  else r.zeros = Tensor::empty({r.N, a.G}, DType::U8);
   int64_t row = 0;
   for (const Int4Groups& p : parts) {
     std::memcpy(r.q.data<uint8_t>() + row * a.K, p.q.raw(), p.q.nbytes());
     std::memcpy(r.scales.data<float>() + row * a.G, p.scales.raw(), p.scales.nbytes());
-    std::memcpy(r.zeros.data<uint8_t>() + row * a.G, p.zeros.raw(), p.zeros.nbytes());
+    if (a.has_mins()) std::memcpy(r.mins.data<float>() + row * a.G, p.mins.raw(), p.mins.nbytes());
+    else std::memcpy(r.zeros.data<uint8_t>() + row * a.G, p.zeros.raw(), p.zeros.nbytes());
     row += p.N;
   }
   return r;

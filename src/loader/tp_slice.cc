@@ -74,7 +74,7 @@ std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const
   NV_CHECK(rows.empty() || rows.size() == names.size(), "load_column_parallel_int4: ", rows.size(),
            " row ranges for ", names.size(), " tensors");
   for (const std::string& n : names)
-    if (!ws.int4() || !ws.int4()->has(n)) return std::nullopt;
+    if (!ws.has_int4(n)) return std::nullopt;
   std::vector<Int4Groups> parts;
   for (size_t i = 0; i < names.size(); ++i) {
     Int4Groups w = ws.take_int4(names[i], expected[i]);
@@ -91,7 +91,7 @@ std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const
 
 std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,
                                                  const Shape& expected, const TpInfo& tp) {
-  if (!ws.int4() || !ws.int4()->has(name)) return std::nullopt;
+  if (!ws.has_int4(name)) return std::nullopt;
   Int4Groups w = ws.take_int4(name, expected);
   if (tp.world == 1) return w;
   NV_CHECK_EQ(w.K % tp.world, 0, "tensor '", name, "' columns not divisible by TP size");

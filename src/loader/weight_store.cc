@@ -125,7 +125,19 @@ Tensor WeightStore::take(const std::string& name, const Shape& expected) const {
   return t;
 }
 
+bool WeightStore::has_int4(const std::string& name) const {
+  return (int4_ && int4_->has(name)) || (gguf_ && gguf_->has_int4(name));
+}
+
 Int4Groups WeightStore::take_int4(const std::string& name, const Shape& expected) const {
+  if (gguf_ && gguf_->has_int4(name)) {
+    Int4Groups g = gguf_->get_int4(name);
+    if (Shape{g.N, g.K} != expected)
+      NV_THROW("tensor '", name, "' has shape ", shape_str(Shape{g.N, g.K}), ", expected ", shape_str(expected),
+               " (in ", dir_, ")");
+    taken_.insert(name);
+    return g;
+  }
   NV_CHECK(int4_ && int4_->has(name), "tensor '", name, "' is not a GPTQ / AWQ module (in ", dir_, ")");
   const Shape s = int4_->shape(name);
   if (s != expected)

@@ -38,7 +38,10 @@ class WeightStore {
   const GgufCheckpoint* gguf() const { return gguf_.get(); }  // null for safetensors
   // GPTQ / AWQ modules; null for a checkpoint without quantization_config.
   const Int4Checkpoint* int4() const { return int4_.get(); }
-  // A quantized module's X.weight unpacked (like take(): checks [N, K] and counts it as used).
+  // A weight the int4 kernels can hold as stored: a GPTQ / AWQ module's X.weight, or a GGUF
+  // Q4_K tensor (GgufCheckpoint::has_int4).
+  bool has_int4(const std::string& name) const;
+  // Such a weight unpacked (like take(): checks [N, K] and counts it as used).
   Int4Groups take_int4(const std::string& name, const Shape& expected) const;
 
  private:

@@ -56,12 +56,12 @@ Tensor DecoderModel::load_norm(const WeightStore& ws, const std::string& name, i
 
 namespace {
 // How much of a weight's precision a scheme keeps: none > int8-g32 > int8 > int4 with zero
-// points > symmetric int4, a smaller group before a larger one.
+// points (f32 before f16 parameters) > symmetric int4, a smaller group before a larger one.
 int precision_rank(const QuantScheme& q) {
   switch (q.kind) {
     case QuantKind::None: return 1000;
     case QuantKind::Int8: return q.group > 0 ? 550 : 500;
-    case QuantKind::Int4: return (q.zero_points ? 200 : 100) - q.group;
+    case QuantKind::Int4: return (q.zero_points ? 200 : 100) + (q.f32_params ? 50 : 0) - q.group;
   }
   return 0;
 }
@@ -191,9 +191,9 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
       L.moe = true;
       L.router = upload(load_replicated(ws, w(n.router), {E, H}));
       auto ew = [&](int64_t e, const std::string& name) { return expert_tensor(c, l, e, name); };
-      if (opt.checkpoint_int4 && ws.int4() && ws.int4()->has(ew(0, n.expert_gate))) {
-        // GPTQ / AWQ experts: each on the int4 kernels as stored (column_linear / row_linear
-        // count their bytes).
+      if (opt.checkpoint_int4 && ws.has_int4(ew(0, n.expert_gate))) {
+        // GPTQ / AWQ experts, a GGUF's Q4_K stacks: each on the int4 kernels as stored
+        // (column_linear / row_linear fall back per projection and count their bytes).
         L.experts.hidden = H;
         L.experts.intermediate = shard.moe_intermediate;
         for (int64_t e = 0; e < E; ++e) {

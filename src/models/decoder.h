@@ -55,9 +55,10 @@ struct ModelLoadOptions {
   // of their schemes (scheme_for), so no part loses precision it had in the file.
   std::map<std::string, QuantScheme> tensor_quant;
   QuantScheme scheme_for(const std::vector<std::string>& names) const;
-  // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h): their quantized linears go to the int4
-  // kernels as stored (Backend::prepare_linear_int4); false: they load as their exact f32
-  // dequantization, then follow linear_quant like any dense weight.
+  // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h) and a GGUF's Q4_K tensors
+  // (WeightStore::has_int4): their linears go to the int4 kernels as stored
+  // (Backend::prepare_linear_int4); false: they load as their exact f32 dequantization, then
+  // follow linear_quant (tensor_quant) like any dense weight.
   bool checkpoint_int4 = false;
 };
 
@@ -101,7 +102,7 @@ class DecoderModel {
   static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);
   LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
   // A packed (column-parallel) or row-parallel linear: the checkpoint's int4 groups when
-  // options.checkpoint_int4 and every part is a GPTQ / AWQ module, else dense + linear_quant.
+  // options.checkpoint_int4 and every part is WeightStore::has_int4, else dense + linear_quant.
   LinearWeight column_linear(const WeightStore& ws, const std::vector<std::string>& names,
                              const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
                              const ModelLoadOptions& opt);

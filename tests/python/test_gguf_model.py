@@ -5,7 +5,7 @@
 - a model converted to GGUF gives exactly the logits of an HF checkpoint holding the
   reference's dequantized weights (names, shapes, llama q/k un-permutation, config);
 - the tokenizer and chat template come from the GGUF metadata alone, equal to tokenizer.json's;
-- --quantization auto repacks Q4_0 / Q4_1 / Q8_0 losslessly (every row bit-identical), and the
+- --quantization auto repacks Q4_0 / Q4_1 / Q8_0 / Q4_K losslessly (every row bit-identical), and the
   engine's features (prefix cache, preemption, n > 1, TP = 2, structured outputs) give on the
   GGUF file exactly what they give on the dequantized checkpoint with the same scheme;
 - corrupt files are clear errors, never crashes."""
@@ -157,14 +157,50 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
             ref.get_tokenizer().apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
 
 
-@pytest.mark.parametrize("ttype,scheme", [("Q4_0", "int4-g32"), ("Q4_1", "int4-g32-zp"), ("Q8_0", "int8-g32")])
-def test_repack_is_lossless(ttype, scheme, qwen_small, tmp_path):
+@pytest.mark.parametrize("ttype,scheme,layout", [("Q4_0", "int4-g32", "int4-g32"), ("Q4_1", "int4-g32-zp", "int4-g32-zp"),
+                                                 ("Q8_0", "int8-g32", "int8-g32"),
+                                                 ("Q4_K", "int4-g32-zp", "int4-g32-zp-f32")])
+def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
+    """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid; Q4_K's codes, f32 scales and mins are
+    repacked as stored (int4-g32-zp-f32): every row bit-identical to ggml's dequantization."""
     g = tmp_path / f"{ttype}.gguf"
-    gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
+    types = gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
+    assert sum(t == ttype for t in types.values()) >= 5, types
     info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
     assert info["quantization_auto"] == scheme
     r = info["repack"]["by_type"][ttype]
+    assert r["scheme"] == layout
     assert r["exact_rows"] == r["rows"] > 0 and r["max_abs_diff"] == 0, r
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "llama", "qwen3_moe"])
+def test_q4_k_runs_as_stored(arch, qwen_small, tmp_path):
+    """A Q4_K file under --quantization auto: its weights are exact (test_repack_is_lossless), so
+    what separates its logits from the exact dense model (--quantization none) is the
+    activations' int8 rounding: about the distance of a Q8_0 file's, whose weights are exact too.
+    (That rounding, ~2% of the logits here, also hides most of a 4-bit re-fit's weight error -
+    up to 4% of a row's largest weight - so this cannot tell the two apart; a wrong scale, min,
+    code order or llama q / k row order could not pass.)"""
+    ids = PROMPTS[1][:24]
+    model = qwen_small if arch == "qwen3" else make_model(tmp_path / f"{arch}-small", preset="small", arch=arch)
+    g = tmp_path / f"{arch}-Q4_K.gguf"
+    types = gguf_ref.model_to_gguf(model, str(g), "Q4_K")
+    assert types["blk.0.attn_q.weight"] == "Q4_K", types
+    if arch == "qwen3_moe":  # the expert stacks as stored too
+        assert types["blk.0.ffn_gate_exps.weight"] == "Q4_K", types
+        info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
+        assert info["repack"]["by_type"]["Q4_K"]["exact_rows"] == info["repack"]["by_type"]["Q4_K"]["rows"]
+    exact, auto = (logits(str(g), ids, tmp_path / f"k-{q}.npy", q) for q in ("none", "auto"))
+    g8 = tmp_path / f"{arch}-Q8_0.gguf"
+    gguf_ref.model_to_gguf(model, str(g8), "Q8_0")
+    exact8, auto8 = (logits(str(g8), ids, tmp_path / f"8-{q}.npy", q) for q in ("none", "auto"))
+    e_auto, e_q8 = rel_err(auto, exact), rel_err(auto8, exact8)
+    assert e_auto < 1.5 * e_q8, (e_auto, e_q8)
+    if arch == "qwen3":  # TP = 2: column halves of the stored rows, row-parallel halves of the groups
+        kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=64, **KW)
+        one = [r["token_ids"] for r in greedy(LLM(str(g), **kw), PROMPTS[:2], max_tokens=8)]
+        two = [r["token_ids"] for r in greedy(LLM(str(g), tensor_parallel_size=2, **kw), PROMPTS[:2], max_tokens=8)]
+        assert two == one
 
 
 def rel_err(a, ref):
@@ -201,9 +237,9 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert info["quantization_auto"] == "int4-g32-zp"
     n_layers = json.load(open(os.path.join(qwen_small, "config.json")))["num_hidden_layers"]
     # gguf_ref's Q4_K_M recipe: attn_v and ffn_down in Q6_K in every layer, the rest Q4_K
-    assert info["quantization_auto_tensors"] == {"int4-g32-zp": 5 * n_layers, "int8": 2 * n_layers}
+    assert info["quantization_auto_tensors"] == {"int4-g32-zp-f32": 5 * n_layers, "int8": 2 * n_layers}
     assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int8"
-    assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp"
+    assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp-f32"
 
     # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.
     override_type(monkeypatch, "ffn_down.weight", "F16")

@@ -21,8 +21,12 @@ void check_input(const Int4Groups& w) {
            " must be U8 [", w.N, ", ", w.K, "]");
   NV_CHECK(w.scales.dtype() == DType::F32 && (w.scales.shape() == Shape{w.N, w.G}), "int4 groups: scales ",
            w.scales.str(), " must be F32 [", w.N, ", ", w.G, "]");
-  NV_CHECK(w.zeros.dtype() == DType::U8 && (w.zeros.shape() == Shape{w.N, w.G}), "int4 groups: zeros ",
-           w.zeros.str(), " must be U8 [", w.N, ", ", w.G, "]");
+  if (w.has_mins())
+    NV_CHECK(w.mins.dtype() == DType::F32 && (w.mins.shape() == Shape{w.N, w.G}), "int4 groups: mins ",
+             w.mins.str(), " must be F32 [", w.N, ", ", w.G, "]");
+  else
+    NV_CHECK(w.zeros.dtype() == DType::U8 && (w.zeros.shape() == Shape{w.N, w.G}), "int4 groups: zeros ",
+             w.zeros.str(), " must be U8 [", w.N, ", ", w.G, "]");
   NV_CHECK(w.g_idx.dtype() == DType::I32 && (w.g_idx.shape() == Shape{w.K}), "int4 groups: g_idx ",
            w.g_idx.str(), " must be I32 [", w.K, "]");
   for (int64_t k = 0; k < w.K; ++k)
@@ -39,7 +43,7 @@ struct ColumnPlan {
   bool identity = true;
 };
 
-ColumnPlan plan_columns(const Int4Groups& w) {
+ColumnPlan plan_columns(const Int4Groups& w, bool group64) {
   const int32_t* gi = w.g_idx.data<int32_t>();
   std::vector<int32_t> order(size_t(w.K));
   std::iota(order.begin(), order.end(), 0);
@@ -49,7 +53,7 @@ ColumnPlan plan_columns(const Int4Groups& w) {
     if (i == 0 || gi[order[size_t(i)]] != gi[order[size_t(i - 1)]]) runs.push_back({i, i + 1});
     else runs.back().second = i + 1;
   ColumnPlan p;
-  p.group = 64;
+  p.group = group64 ? 64 : 32;
   for (const auto& [b, e] : runs)
     if ((e - b) % 64 != 0) p.group = 32;
   for (const auto& [b, e] : runs) {
@@ -67,11 +71,16 @@ ColumnPlan plan_columns(const Int4Groups& w) {
 
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   check_input(w);
-  const ColumnPlan plan = plan_columns(w);
-  bool symmetric = true;
+  const bool f32 = w.has_mins();  // scale and min in f32: the f32_params layout (group 32 only)
+  const ColumnPlan plan = plan_columns(w, !f32);
+  bool symmetric = !f32;
   for (int64_t i = 0; i < w.N * w.G && symmetric; ++i) symmetric = w.zeros.data<uint8_t>()[i] == 8;
+  for (int64_t i = 0; f32 && i < w.N * w.G; ++i)
+    NV_CHECK(std::isfinite(w.scales.data<float>()[i]) && std::isfinite(w.mins.data<float>()[i]),
+             "int4 repack: row ", i / w.G, " group ", i % w.G, ": scale ", w.scales.data<float>()[i], " / min ",
+             w.mins.data<float>()[i], " is not finite");
   // f16 must hold every scale (and min): checked before the parallel pass.
-  for (int64_t i = 0; i < w.N * w.G; ++i) {
+  for (int64_t i = 0; !f32 && i < w.N * w.G; ++i) {
     const float sc = w.scales.data<float>()[i], mn = sc * float(w.zeros.data<uint8_t>()[i]);
     NV_CHECK(std::isfinite(f16_to_f32(f32_to_f16(sc))) && std::isfinite(f16_to_f32(f32_to_f16(mn))),
              "int4 repack: row ", i / w.G, " group ", i % w.G, ": scale ", sc, " (x zero ",
@@ -81,6 +90,7 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
   scheme.kind = QuantKind::Int4;
   scheme.group = plan.group;
   scheme.zero_points = !symmetric;
+  scheme.f32_params = f32;
   const int64_t Kg = int64_t(plan.act_index.size());
   QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
   NV_CHECK_EQ(qw.Kp, Kg, "int4 repack: padded K");
@@ -95,7 +105,8 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
   NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
            "pack_int4_groups: allocator returned ", qw.data.str());
   const uint8_t* q = w.q.data<uint8_t>();
-  const uint8_t* z = w.zeros.data<uint8_t>();
+  const uint8_t* z = f32 ? nullptr : w.zeros.data<uint8_t>();
+  const float* mn = f32 ? w.mins.data<float>() : nullptr;
   const float* s = w.scales.data<float>();
   pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -108,9 +119,15 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
         for (int64_t r = 0; r < R && b * R + r < w.N; ++r) {
           const int64_t n = b * R + r;
           const float sc = s[n * w.G + src];
-          const int zero = z[n * w.G + src];
-          scales[r] = f32_to_f16(sc);
-          if (!symmetric) scales[16 + r] = f32_to_f16(-sc * float(zero));  // exact in f32 for an f16 scale
+          if (f32) {  // the values themselves: w = sc * q + min exactly as the checkpoint's
+            float* params = reinterpret_cast<float*>(r8 + 8 * g);
+            params[r] = sc;
+            params[16 + r] = mn[n * w.G + src];
+          } else {
+            const int zero = z[n * w.G + src];
+            scales[r] = f32_to_f16(sc);
+            if (!symmetric) scales[16 + r] = f32_to_f16(-sc * float(zero));  // exact in f32 for an f16 scale
+          }
           for (int64_t e = 0; e < g; ++e) {
             const int32_t col = plan.act_index[size_t(j * g + e)];
             // Padding: code 8 is the symmetric zero; with zero points x is 0 there anyway.

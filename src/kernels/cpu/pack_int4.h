@@ -13,6 +13,9 @@
 //   bits, so min rounds to f16's 11: |error| <= 2^-11 |scale * zero| <= scale / 128 per weight
 //   (zero <= 16), and none where f16 holds scale * zero (zero 0, 1, 2, 4, 8, 16, or scales with
 //   trailing zero bits). The layout's f16 min cannot do better; an f32 min would be exact.
+// - With mins (ggml's Q4_K: w = scale * q + min, scale and min f32 with up to 17 significant
+//   bits): int4-g32-zp-f32, same codes, the f32 scale and min stored as they are: every weight
+//   dequantizes bit-identically (scale * q is exact, + min rounds once, as in ggml).
 #pragma once
 #include "kernels/cpu/quantize.h"
 #include "kernels/int4_groups.h"

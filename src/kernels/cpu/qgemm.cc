@@ -36,6 +36,7 @@ QWeightView view_of(const QuantizedWeight& w) {
   v.kind = w.scheme.kind;
   v.group = w.scheme.group;
   v.zero_points = w.scheme.zero_points;
+  v.f32_params = w.scheme.f32_params;
   v.N = w.N;
   v.Kp = w.Kp;
   v.block_bytes = w.block_bytes;
@@ -137,7 +138,7 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
           out[m * ldo + n] = float(d) * (w.scales[n] * a.sx[m]);
           continue;
         }
-        const int g = w.group, rec = 8 * g + 32 + (w.zero_points ? 32 : 0);
+        const int g = w.group, rec = w.f32_params ? 8 * g + 128 : 8 * g + 32 + (w.zero_points ? 32 : 0);
         const int64_t ng = Kp / g;
         float acc = 0.f;
         for (int64_t gi = 0; gi < ng; ++gi) {
@@ -146,6 +147,12 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
           for (int e = 0; e < g; ++e) {
             const int q = (rg[(e / 8) * 64 + 4 * r + e % 4] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
             d += q * x[gi * g + e];
+          }
+          if (w.f32_params) {
+            const float* f = reinterpret_cast<const float*>(rg + 8 * g);
+            acc = std::fma(float(d), f[r], acc);
+            acc = std::fma(a.gsumf[m * ng + gi], f[16 + r], acc);
+            continue;
           }
           const uint16_t* sc = reinterpret_cast<const uint16_t*>(rg + 8 * g);
           if (!w.zero_points) d -= a.gsum8[m * ng + gi];

@@ -163,10 +163,11 @@ inline __m256i widen_add(__m256i acc, __m256i s) {
 #endif
 }
 
-template <int MB, int HB, int G, bool ZP>
+template <int MB, int HB, int G, bool ZP, bool F32 = false>
 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
-  constexpr int kLines = G / 8, kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  static_assert(!F32 || ZP, "f32 parameters come with zero points");
+  constexpr int kLines = G / 8, kRec = F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
   static_assert(kLines % 4 == 0, "nib_dot's 16-bit sums take the lines 4 at a time");
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
@@ -205,9 +206,14 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
         }
         for (int hh = 0; hh < HB; ++hh) {
           const int h = h0 + hh;
-          const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
-          __m256 mn = _mm256_setzero_ps();
-          if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+          __m256 sc, mn = _mm256_setzero_ps();
+          if constexpr (F32) {  // [16 f32 scales][16 f32 mins]: this half's 8 of each
+            sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * h));
+            mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 64 + 32 * h));
+          } else {
+            sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
+            if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+          }
           for (int m = 0; m < MB; ++m) {
             __m256i d = acc[hh][m];
             if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
@@ -231,6 +237,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   constexpr int HB = MB == 1 ? 2 : 1;
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.f32_params) return int4_rows<MB, HB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, HB, 32, true>(w, a, b0, b1, out, ldo)
                          : int4_rows<MB, HB, 32, false>(w, a, b0, b1, out, ldo);

@@ -136,11 +136,12 @@ NV_TARGET_VNNI512 void int8g_rows(const QWeightView& w, const QActs& a, int64_t 
 template <int MB>
 constexpr int kChains4 = MB == 1 ? 2 : 1;  // per nibble half
 
-template <int MB, int G, bool ZP>
+template <int MB, int G, bool ZP, bool F32 = false>
 NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                  float* out, int64_t ldo) {
+  static_assert(!F32 || ZP, "f32 parameters come with zero points");
   constexpr int kLines = G / 8;  // 64-byte lines of packed nibbles per group record
-  constexpr int kRec = 8 * G + 32 + (ZP ? 32 : 0);
+  constexpr int kRec = F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
   constexpr int C = kChains4<MB>;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
@@ -167,11 +168,19 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
           hi[m][c] = _mm512_dpbusd_epi32(hi[m][c], vhi16, bcast4(xm + 4));
         }
       }
-      if constexpr (kPrefetch<MB>)  // the scale (and min) line of the record, as far ahead
+      if constexpr (kPrefetch<MB>) {  // the scale (and min) line(s) of the record, as far ahead
         _mm_prefetch(reinterpret_cast<const char*>(r + 8 * G + kStreamPrefetchBytes), _MM_HINT_T0);
-      const __m512 sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G)));
-      __m512 mn = _mm512_setzero_ps();
-      if constexpr (ZP) mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G + 32)));
+        if constexpr (F32)
+          _mm_prefetch(reinterpret_cast<const char*>(r + 8 * G + 64 + kStreamPrefetchBytes), _MM_HINT_T0);
+      }
+      __m512 sc, mn = _mm512_setzero_ps();
+      if constexpr (F32) {
+        sc = _mm512_loadu_ps(r + 8 * G);
+        mn = _mm512_loadu_ps(r + 8 * G + 64);
+      } else {
+        sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G)));
+        if constexpr (ZP) mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 8 * G + 32)));
+      }
       for (int m = 0; m < MB; ++m) {
         __m512i dl = lo[m][0], dh = hi[m][0];
         for (int c = 1; c < C; ++c) dl = _mm512_add_epi32(dl, lo[m][c]), dh = _mm512_add_epi32(dh, hi[m][c]);
@@ -190,6 +199,7 @@ template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.f32_params) return int4_rows<MB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)
                          : int4_rows<MB, 32, false>(w, a, b0, b1, out, ldo);

@@ -92,13 +92,22 @@ void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, ui
   const int g = qw.scheme.group;
   const bool zp = qw.scheme.zero_points;
   const int64_t rec = qw.group_record_bytes();
+  const bool f32 = qw.scheme.f32_params;
   uint8_t q[64];
   for (int64_t gi = 0; gi < Kp / g; ++gi) {
     uint8_t* r8 = dst + gi * rec;
     uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 8 * g);
     uint16_t* mins = zp ? scales + 16 : nullptr;
     for (int64_t r = 0; r < R; ++r) {
-      quantize_group_int4(w + r * Kp + gi * g, g, zp, q, &scales[r], mins ? &mins[r] : nullptr);
+      if (f32) {  // the same f16 fit, its values stored as f32 (the layout exists for repacks)
+        uint16_t s16 = 0, m16 = 0;
+        quantize_group_int4(w + r * Kp + gi * g, g, true, q, &s16, &m16);
+        float* f = reinterpret_cast<float*>(r8 + 8 * g);
+        f[r] = f16_to_f32(s16);
+        f[16 + r] = f16_to_f32(m16);
+      } else {
+        quantize_group_int4(w + r * Kp + gi * g, g, zp, q, &scales[r], mins ? &mins[r] : nullptr);
+      }
       for (int e = 0; e < g; ++e)
         r8[int4_offset(r, e)] |= uint8_t(q[e] << ((e % 8) >= 4 ? 4 : 0));
     }
@@ -124,6 +133,8 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
   } else {
     NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
              scheme.group);
+    NV_CHECK(!scheme.f32_params || (scheme.group == 32 && scheme.zero_points),
+             "int4 f32 parameters need group 32 with zero points, got ", scheme.str());
     q.Kp = round_up(K, scheme.group);
     q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
   }
@@ -195,6 +206,11 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
     const uint8_t* r8 = blk + (k / g) * rec;
     const int64_t e = k % g;
     const int v = (r8[int4_offset(r, e)] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+    if (q.scheme.f32_params) {
+      const float* f = reinterpret_cast<const float*>(r8 + 8 * g);
+      out[k] = f[r] * float(v) + f[16 + r];
+      continue;
+    }
     const uint16_t* scales = reinterpret_cast<const uint16_t*>(r8 + 8 * g);
     const float sc = f16_to_f32(scales[r]);
     out[k] = zp ? sc * float(v) + f16_to_f32(scales[16 + r]) : sc * float(v - 8);

@@ -1,7 +1,8 @@
 // GPTQ / AWQ groups repacked onto the int4 kernels (kernels/cpu/pack_int4.h): symmetric weights
 // dequantize bit-identically, zero points within the f16-min bound, act-order and cut groups
 // through the input gather, and quantized_linear with a gather equal (bitwise) to the same
-// weight stored in group order with the input permuted by hand. Every ISA ctest runs.
+// weight stored in group order with the input permuted by hand; Q4_K's f32 scale and min
+// exact (int4-g32-zp-f32). Every ISA ctest runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,8 +37,35 @@ Int4Groups random_groups(int64_t N, int64_t K, int64_t group, bool sym, bool shu
   return w;
 }
 
+// Groups as ggml's Q4_K stores them: scale d x sc and min -(dmin x m), d / dmin f16 per 256
+// columns, sc / m 6-bit per 32: f32 numbers that f16 cannot hold (up to 17 significant bits).
+Int4Groups random_q4k_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.N = N, w.K = K, w.G = K / 32;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.mins = Tensor::empty({N, w.G}, DType::F32);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(rng() % 16);
+  float d = 0, dmin = 0;
+  for (int64_t i = 0; i < N * w.G; ++i) {
+    if (i % 8 == 0) {
+      d = f16_to_f32(f32_to_f16(std::ldexp(float(1025 + rng() % 1023), -int(18 + rng() % 4))));
+      dmin = f16_to_f32(f32_to_f16(std::ldexp(float(1025 + rng() % 1023), -int(18 + rng() % 4))));
+    }
+    w.scales.data<float>()[i] = d * float(rng() % 64);
+    w.mins.data<float>()[i] = -(dmin * float(rng() % 64));
+  }
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  return w;
+}
+
 float reference(const Int4Groups& w, int64_t n, int64_t k) {
   const int64_t g = w.g_idx.data<int32_t>()[k];
+  if (w.has_mins())
+    return w.scales.data<float>()[n * w.G + g] * float(w.q.data<uint8_t>()[n * w.K + k]) +
+           w.mins.data<float>()[n * w.G + g];
   return w.scales.data<float>()[n * w.G + g] *
          float(int(w.q.data<uint8_t>()[n * w.K + k]) - int(w.zeros.data<uint8_t>()[n * w.G + g]));
 }
@@ -54,7 +82,7 @@ double compare(const Int4Groups& w, const QuantizedWeight& q, int64_t* exact_row
       const float r = reference(w, n, k);
       exact = exact && row[size_t(k)] == r;
       const float s = w.scales.data<float>()[n * w.G + w.g_idx.data<int32_t>()[k]];
-      worst = std::max(worst, double(std::fabs(row[size_t(k)] - r)) / s);
+      if (row[size_t(k)] != r) worst = std::max(worst, double(std::fabs(row[size_t(k)] - r)) / s);
     }
     *exact_rows += exact;
   }
@@ -155,6 +183,65 @@ TEST(PackInt4, GatherEqualsPermutedInput) {
   }
 }
 
+// Q4_K-shaped groups (f32 scale and min) go to int4-g32-zp-f32: every weight bit-identical,
+// including row slices, a tensor-parallel column half (cut at a group boundary) and a fused
+// concatenation, and the kernels (each ISA ctest runs) equal the f64 product of the int8
+// activations with those weights. f16 parameters could not pass: most scales need > 11 bits.
+TEST(PackInt4, ScaleAndMinAreExactInF32) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q4k_groups(37, 512, 51);
+  int64_t f16_exact = 0;
+  for (int64_t i = 0; i < w.N * w.G; ++i)
+    f16_exact += f16_to_f32(f32_to_f16(w.scales.data<float>()[i])) == w.scales.data<float>()[i];
+  EXPECT_LT(f16_exact, w.N * w.G / 4);  // the test would not tell f16 from f32 otherwise
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int4-g32-zp-f32");
+  EXPECT_FALSE(q.act_index.defined());
+  EXPECT_EQ(q.block_bytes, 16 * 384);  // per 32 columns: 256 code bytes + 16 f32 scales + 16 f32 mins
+  int64_t exact = 0;
+  EXPECT_EQ(compare(w, q, &exact), 0.0);
+  EXPECT_EQ(exact, w.N);
+  // Slices and concatenation as the loader makes them (loader/int4_slice.h).
+  Int4Groups half = w;
+  half.K = 256;
+  half.q = Tensor::empty({w.N, 256}, DType::U8);
+  half.g_idx = Tensor::empty({256}, DType::I32);
+  for (int64_t n = 0; n < w.N; ++n)
+    for (int64_t k = 0; k < 256; ++k) half.q.data<uint8_t>()[n * 256 + k] = w.q.data<uint8_t>()[n * 512 + 256 + k];
+  for (int64_t k = 0; k < 256; ++k) half.g_idx.data<int32_t>()[k] = int32_t(8 + k / 32);
+  const QuantizedWeight qh = cpu::pack_int4_groups(half, pool);
+  EXPECT_EQ(compare(half, qh, &exact), 0.0);
+  EXPECT_EQ(exact, half.N);
+
+  // The kernels: M rows of activations against the f64 reference.
+  for (int64_t M : {1, 2, 3, 5, 8, 11}) {
+    std::mt19937 rng{uint32_t(M)};
+    std::normal_distribution<float> nd;
+    Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+    for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
+    cpu::quantized_linear(x, q, nullptr, y, pool);
+    std::vector<double> ref(size_t(M * w.N));
+    for (int64_t m = 0; m < M; ++m) {
+      const float* xr = x.data<float>() + m * w.K;
+      float amax = 0.f;
+      for (int64_t k = 0; k < w.K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+      const float sx = amax / 127.f;
+      for (int64_t n = 0; n < w.N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < w.K; ++k)
+          acc += double(sx) * std::clamp(std::nearbyint(xr[k] * (1.f / sx)), -127.f, 127.f) * double(reference(w, n, k));
+        ref[size_t(m * w.N + n)] = acc;
+      }
+    }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      num = std::max(num, std::fabs(ref[i] - double(y.data<float>()[i])));
+      den = std::max(den, std::fabs(ref[i]));
+    }
+    EXPECT_LT(num / den, 2e-5) << "M=" << M;
+  }
+}
+
 TEST(PackInt4, RejectsMalformedInput) {
   ThreadPool pool(1);
   Int4Groups w = random_groups(16, 64, 32, true, false, 41);
@@ -164,4 +251,10 @@ TEST(PackInt4, RejectsMalformedInput) {
   big.scales.data<float>()[0] = 60000.f;
   big.zeros.data<uint8_t>()[0] = 15;
   EXPECT_THROW(cpu::pack_int4_groups(big, pool), Error);
+  Int4Groups inf = random_q4k_groups(16, 256, 43);
+  inf.mins.data<float>()[3] = INFINITY;
+  EXPECT_THROW(cpu::pack_int4_groups(inf, pool), Error);
+  Int4Groups wrong = random_q4k_groups(16, 256, 44);
+  wrong.mins = Tensor::empty({16, 4}, DType::F32);
+  EXPECT_THROW(cpu::pack_int4_groups(wrong, pool), Error);
 }

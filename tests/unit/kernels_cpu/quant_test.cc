@@ -24,7 +24,8 @@ using test::rand_tensor;
 
 namespace {
 
-const char* kSchemes[] = {"int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
+const char* kSchemes[] = {"int8",        "int8-g32",    "int4-g32", "int4-g64",
+                          "int4-g32-zp", "int4-g64-zp", "int4-g32-zp-f32"};
 
 // What the kernels do to a row of activations: x ~ s * round(x / s), s = max|x| / 127.
 std::vector<double> quantized_row(const float* x, int64_t K) {

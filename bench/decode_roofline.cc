@@ -96,12 +96,13 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
           group.clear();
           for (const auto& other : fused) group.push_back(name.substr(0, at + 1) + other + name.substr(at + 1 + part.size()));
         }
-    // A GGUF's Q4_K weights (every part of a fused one) run as stored: int4-g32-zp-f32.
+    // A GGUF's Q4_K weights (every part of a fused one) run as stored: int4-g32-zp-k (one
+    // process: no tensor-parallel cut).
     bool stored = opt.checkpoint_int4 && ws.gguf() != nullptr;
     for (const auto& part : group) stored = stored && ws.has_int4(part);
-    const QuantScheme q = name == head ? opt.lm_head_quant
-                          : stored     ? parse_quant_scheme("int4-g32-zp-f32")
-                                       : opt.scheme_for(group);
+    QuantScheme q4k = parse_quant_scheme("int4-g32-zp");
+    q4k.k_superblocks = true;
+    const QuantScheme q = name == head ? opt.lm_head_quant : stored ? q4k : opt.scheme_for(group);
     const bool quantized = q.enabled() && t.ndim() == 2 &&
                            (name == head || (name.rfind("model.layers.", 0) == 0 &&
                                              ends_with(name, "_proj.weight")));

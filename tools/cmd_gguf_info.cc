@@ -101,9 +101,10 @@ int run_gguf_info(int argc, char** argv) {
     // LM head follows --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
-    // A Q4_K tensor runs as stored (int4-g32-zp-f32) unless it is fused with another type.
+    // A Q4_K tensor runs as stored (int4-g32-zp-k; -f32 when a tensor-parallel cut splits its
+    // superblocks) unless it is fused with another type.
     for (const auto& [name, q] : per_tensor)
-      if (ck->tensors().at(name).expert <= 0) by_scheme[ck->has_int4(name) ? "int4-g32-zp-f32" : q.str()]++;
+      if (ck->tensors().at(name).expert <= 0) by_scheme[ck->has_int4(name) ? "int4-g32-zp-k" : q.str()]++;
     j["quantization_auto_tensors"] = by_scheme;
     j["config"] = json::parse(ck->hf_config_json());
     if (repack) {

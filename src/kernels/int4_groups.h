@@ -25,6 +25,12 @@ struct Int4Groups {
   Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible)
   Tensor mins;           // F32 [N, G] or undefined; when defined, zeros is undefined (see above)
   bool has_mins() const { return mins.defined(); }
+  // Optional, with mins (Q4_K): the factors of each scale and min, per superblock of 8 groups:
+  //   scale[n, g] = d[n, g / 8] * sub_scale[n, g],  min[n, g] = -(dmin[n, g / 8] * sub_min[n, g])
+  // so the kernels can keep Q4_K's own 4.5-bit form (kernels/quantized.h, k_superblocks).
+  Tensor d, dmin;              // F32 [N, G / 8] (f16 values)
+  Tensor sub_scale, sub_min;   // U8 [N, G] (6-bit)
+  bool has_superblocks() const { return d.defined(); }
   Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)
 };
 

@@ -10,7 +10,8 @@ std::string QuantScheme::str() const {
     case QuantKind::None: return "none";
     case QuantKind::Int8: return group > 0 ? "int8-g" + std::to_string(group) : "int8";
     case QuantKind::Int4:
-      return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "");
+      return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "") +
+             (k_superblocks ? "-k" : "");
   }
   return "?";
 }

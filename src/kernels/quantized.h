@@ -8,9 +8,12 @@
 // - int4: per group of `group` (32 or 64) consecutive k of a row:
 //     symmetric:        w = scale[g] * (q - 8),   q in [0, 15]
 //     with zero points: w = scale[g] * q + min[g] (min = the group's minimum, q in [0, 15])
-//   f16 scale and min, or (`f32_params`, group 32 with zero points only) f32: what a lossless
-//   repack of ggml's Q4_K needs, whose scale d x sc and min dmin x m (f16 x 6-bit integer)
-//   take up to 17 significant bits (kernels/cpu/pack_int4.h; made only by a repack).
+//   f16 scale and min; or (group 32 with zero points, made only by a repack of ggml's Q4_K,
+//   whose scale d x sc and min -(dmin x m), an f16 times a 6-bit integer, take up to 17
+//   significant bits; kernels/cpu/pack_int4.h):
+//     `k_superblocks`: those factors as stored, scale = d[s] * sc[g], min = -(dmin[s] * m[g])
+//       for superblock s of 8 groups (256 k): 4.625 bits per weight, as exact as the file;
+//     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
@@ -27,7 +30,9 @@
 //   (576 bytes per 16 rows x 32 k; the VNNI kernels subtract 128 * group sum per group).
 // - int4: Kp = K rounded up to the group; a block is Kp / group records of
 //   [group / 8 lines of 64 bytes][16 f16 scales][16 f16 mins, zero points only] (f32_params:
-//   [16 f32 scales][16 f32 mins], 8 * group + 128 bytes). Line t's low
+//   [16 f32 scales][16 f32 mins], 8 * group + 128 bytes; k_superblocks: Kp = K, a multiple
+//   of 256, and a block is Kp / 256 superblocks of [8 x 256 bytes of group lines][8 x 16 u8 sc]
+//   [8 x 16 u8 m][16 f16 d][16 f16 dmin], 2368 bytes = 37 lines). Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
@@ -49,9 +54,11 @@ struct QuantScheme {
   int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32)
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
+  bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above)
+  static constexpr int kSuperblockBytes = 2368;  // k_superblocks: 16 rows x 256 k
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
@@ -71,8 +78,9 @@ struct QuantizedWeight {
   int64_t in_features = 0;  // x's columns when act_index is defined
   int64_t x_features() const { return act_index.defined() ? in_features : K; }
   // int4, int8-g32: bytes of one group's record in a block.
-  int64_t group_record_bytes() const {
+  int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
+    if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
   }

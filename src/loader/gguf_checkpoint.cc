@@ -197,11 +197,18 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   g.mins = Tensor::empty({g.N, g.G}, DType::F32);
   g.g_idx = Tensor::empty({g.K}, DType::I32);
   for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
-  const size_t row_bytes = size_t(g.K / 256) * 144;
+  const int64_t S = g.K / 256;
+  g.d = Tensor::empty({g.N, S}, DType::F32);
+  g.dmin = Tensor::empty({g.N, S}, DType::F32);
+  g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
+  g.sub_min = Tensor::empty({g.N, g.G}, DType::U8);
+  const size_t row_bytes = size_t(S) * 144;
   const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;  // an expert's slice of the stack
   for (int64_t hr = 0; hr < g.N; ++hr)
     unpack_row_q4_k(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
-                    g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G);
+                    g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
+                    g.dmin.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G,
+                    g.sub_min.data<uint8_t>() + hr * g.G);
   return g;
 }
 

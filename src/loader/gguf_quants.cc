@@ -162,10 +162,12 @@ void deq_q4_k(const uint8_t* b, float* y) {  // 144 bytes: d, dmin, scales[12], 
 
 }  // namespace
 
-void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min) {
+void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d_out,
+                     float* dmin_out, uint8_t* sc_out, uint8_t* m_out) {
   NV_CHECK(n % QK_K == 0, "unpack_row_q4_k: ", n, " elements are not whole 256-blocks");
   for (int64_t b = 0; b < n / QK_K; ++b, src += 144) {
     const float d = h2f(src), dmin = h2f(src + 2);
+    d_out[b] = d, dmin_out[b] = dmin;
     const uint8_t* sc = src + 4;
     const uint8_t* qs = src + 16;
     for (int p = 0; p < 4; ++p, qs += 32) {  // sub-blocks 2p (low nibbles) and 2p + 1 (high)
@@ -173,6 +175,7 @@ void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
       k4_pair(sc, 2 * p, d, dmin, &d1, &m1, &d2, &m2);
       scale[0] = d1, min[0] = -m1, scale[1] = d2, min[1] = -m2;
       scale += 2, min += 2;
+      for (int i = 0; i < 2; ++i) scale_min_k4(2 * p + i, sc, sc_out++, m_out++);
       for (int l = 0; l < 32; ++l) q[l] = qs[l] & 0xF, q[32 + l] = qs[l] >> 4;
       q += 64;
     }

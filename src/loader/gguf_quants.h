@@ -48,7 +48,9 @@ void dequantize_row(GgmlType type, const uint8_t* src, float* out, int64_t n);
 // One Q4_K row of n elements (n % 256 == 0) as 4-bit codes and per-32 parameters, so that
 // dequantize_row gives exactly scale[k / 32] * q[k] + min[k / 32] (f32; scale = d x sc and
 // min = -(dmin x m) are exact products): the int4 kernels' lossless repack (gguf_checkpoint.h).
-// q[n], scale[n / 32], min[n / 32].
-void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min);
+// q[n], scale[n / 32], min[n / 32]; and the factors: d[n / 256], dmin[n / 256] (f16 values),
+// sc[n / 32], m[n / 32] (6-bit), scale = d x sc, min = -(dmin x m).
+void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
+                     float* dmin, uint8_t* sc, uint8_t* m);
 
 }  // namespace nanovllm

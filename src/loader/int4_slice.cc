@@ -24,6 +24,12 @@ Int4Groups int4_rows(const Int4Groups& w, int64_t begin, int64_t count) {
   r.scales = copy_rows(w.scales, begin, count);
   if (w.has_mins()) r.mins = copy_rows(w.mins, begin, count);
   else r.zeros = copy_rows(w.zeros, begin, count);
+  if (w.has_superblocks()) {
+    r.d = copy_rows(w.d, begin, count);
+    r.dmin = copy_rows(w.dmin, begin, count);
+    r.sub_scale = copy_rows(w.sub_scale, begin, count);
+    r.sub_min = copy_rows(w.sub_min, begin, count);
+  }
   return r;
 }
 
@@ -62,12 +68,29 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   r.scales = Tensor::empty({r.N, a.G}, DType::F32);
   if (a.has_mins()) r.mins = Tensor::empty({r.N, a.G}, DType::F32);
   else r.zeros = Tensor::empty({r.N, a.G}, DType::U8);
+  // Superblock factors survive when every part has them (else the f32 products carry on alone).
+  bool sb = true;
+  for (const Int4Groups& p : parts) sb = sb && p.has_superblocks();
+  r.d = r.dmin = r.sub_scale = r.sub_min = Tensor();
+  if (sb) {
+    r.d = Tensor::empty({r.N, a.d.size(1)}, DType::F32);
+    r.dmin = Tensor::empty({r.N, a.d.size(1)}, DType::F32);
+    r.sub_scale = Tensor::empty({r.N, a.G}, DType::U8);
+    r.sub_min = Tensor::empty({r.N, a.G}, DType::U8);
+  }
   int64_t row = 0;
   for (const Int4Groups& p : parts) {
     std::memcpy(r.q.data<uint8_t>() + row * a.K, p.q.raw(), p.q.nbytes());
     std::memcpy(r.scales.data<float>() + row * a.G, p.scales.raw(), p.scales.nbytes());
     if (a.has_mins()) std::memcpy(r.mins.data<float>() + row * a.G, p.mins.raw(), p.mins.nbytes());
     else std::memcpy(r.zeros.data<uint8_t>() + row * a.G, p.zeros.raw(), p.zeros.nbytes());
+    if (sb) {
+      NV_CHECK(p.d.size(1) == a.d.size(1), "'", names[0], "': superblock counts differ");
+      std::memcpy(r.d.data<float>() + row * a.d.size(1), p.d.raw(), p.d.nbytes());
+      std::memcpy(r.dmin.data<float>() + row * a.d.size(1), p.dmin.raw(), p.dmin.nbytes());
+      std::memcpy(r.sub_scale.data<uint8_t>() + row * a.G, p.sub_scale.raw(), p.sub_scale.nbytes());
+      std::memcpy(r.sub_min.data<uint8_t>() + row * a.G, p.sub_min.raw(), p.sub_min.nbytes());
+    }
     row += p.N;
   }
   return r;

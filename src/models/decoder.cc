@@ -56,12 +56,13 @@ Tensor DecoderModel::load_norm(const WeightStore& ws, const std::string& name, i
 
 namespace {
 // How much of a weight's precision a scheme keeps: none > int8-g32 > int8 > int4 with zero
-// points (f32 before f16 parameters) > symmetric int4, a smaller group before a larger one.
+// points (exact Q4_K parameters before f16 ones) > symmetric int4, a smaller group before a
+// larger one.
 int precision_rank(const QuantScheme& q) {
   switch (q.kind) {
     case QuantKind::None: return 1000;
     case QuantKind::Int8: return q.group > 0 ? 550 : 500;
-    case QuantKind::Int4: return (q.zero_points ? 200 : 100) + (q.f32_params ? 50 : 0) - q.group;
+    case QuantKind::Int4: return (q.zero_points ? 200 : 100) + (q.f32_params || q.k_superblocks ? 50 : 0) - q.group;
   }
   return 0;
 }

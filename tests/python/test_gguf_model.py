@@ -159,10 +159,10 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
 
 @pytest.mark.parametrize("ttype,scheme,layout", [("Q4_0", "int4-g32", "int4-g32"), ("Q4_1", "int4-g32-zp", "int4-g32-zp"),
                                                  ("Q8_0", "int8-g32", "int8-g32"),
-                                                 ("Q4_K", "int4-g32-zp", "int4-g32-zp-f32")])
+                                                 ("Q4_K", "int4-g32-zp", "int4-g32-zp-k")])
 def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
-    """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid; Q4_K's codes, f32 scales and mins are
-    repacked as stored (int4-g32-zp-f32): every row bit-identical to ggml's dequantization."""
+    """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid; Q4_K's codes and two-level scales and
+    mins are repacked as stored (int4-g32-zp-k): every row bit-identical to ggml's dequantization."""
     g = tmp_path / f"{ttype}.gguf"
     types = gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
     assert sum(t == ttype for t in types.values()) >= 5, types
@@ -237,9 +237,9 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert info["quantization_auto"] == "int4-g32-zp"
     n_layers = json.load(open(os.path.join(qwen_small, "config.json")))["num_hidden_layers"]
     # gguf_ref's Q4_K_M recipe: attn_v and ffn_down in Q6_K in every layer, the rest Q4_K
-    assert info["quantization_auto_tensors"] == {"int4-g32-zp-f32": 5 * n_layers, "int8": 2 * n_layers}
+    assert info["quantization_auto_tensors"] == {"int4-g32-zp-k": 5 * n_layers, "int8": 2 * n_layers}
     assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int8"
-    assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp-f32"
+    assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp-k"
 
     # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.
     override_type(monkeypatch, "ffn_down.weight", "F16")

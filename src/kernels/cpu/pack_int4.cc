@@ -67,12 +67,83 @@ ColumnPlan plan_columns(const Int4Groups& w, bool group64) {
   return p;
 }
 
+// Q4_K's two-level form fits the k_superblocks layout when the columns need no gather and
+// every run of 8 layout groups is one checkpoint superblock (8 consecutive groups from a
+// multiple of 8): a whole Q4_K weight, and tensor-parallel halves cut at 256 columns.
+bool superblocks_fit(const Int4Groups& w, const ColumnPlan& p) {
+  if (!p.identity || w.K % 256 != 0 || w.G % 8 != 0) return false;
+  for (size_t j = 0; j < p.src_group.size(); j += 8)
+    for (size_t i = 0; i < 8; ++i)
+      if (p.src_group[j + i] != p.src_group[j] + int32_t(i) || p.src_group[j] % 8 != 0) return false;
+  return true;
+}
+
+QuantizedWeight pack_superblocks(const Int4Groups& w, const ColumnPlan& plan, ThreadPool& pool,
+                                 const U8Allocator& alloc) {
+  const int64_t N = w.N, G = w.G, S = G / 8;
+  NV_CHECK(w.d.dtype() == DType::F32 && (w.d.shape() == Shape{N, S}) && w.dmin.dtype() == DType::F32 &&
+               (w.dmin.shape() == Shape{N, S}) && w.sub_scale.dtype() == DType::U8 &&
+               (w.sub_scale.shape() == Shape{N, G}) && w.sub_min.dtype() == DType::U8 &&
+               (w.sub_min.shape() == Shape{N, G}),
+           "int4 groups: superblock factors d ", w.d.str(), " dmin ", w.dmin.str(), " sc ", w.sub_scale.str(),
+           " m ", w.sub_min.str(), " do not match [", N, ", ", G, "]");
+  const float* d = w.d.data<float>();
+  const float* dm = w.dmin.data<float>();
+  const uint8_t* sc = w.sub_scale.data<uint8_t>();
+  const uint8_t* mm = w.sub_min.data<uint8_t>();
+  // The factors must give the scales and mins exactly (they are the weight's definition).
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t i = n * G + g, si = n * S + g / 8;
+      NV_CHECK(f16_to_f32(f32_to_f16(d[si])) == d[si] && f16_to_f32(f32_to_f16(dm[si])) == dm[si] && sc[i] < 64 &&
+                   mm[i] < 64 && d[si] * float(sc[i]) == w.scales.data<float>()[i] &&
+                   -(dm[si] * float(mm[i])) == w.mins.data<float>()[i],
+               "int4 groups: row ", n, " group ", g, ": superblock factors (", d[si], " x ", int(sc[i]), ", ", dm[si],
+               " x ", int(mm[i]), ") do not give its scale ", w.scales.data<float>()[i], " and min ",
+               w.mins.data<float>()[i]);
+    }
+  QuantScheme scheme;
+  scheme.kind = QuantKind::Int4;
+  scheme.group = 32;
+  scheme.zero_points = scheme.k_superblocks = true;
+  QuantizedWeight qw = quantized_layout(N, w.K, scheme);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, SB = QuantScheme::kSuperblockBytes;
+  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
+  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
+           "pack_int4_groups: allocator returned ", qw.data.str());
+  const uint8_t* q = w.q.data<uint8_t>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: d 0, codes 0
+      for (int64_t s = 0; s < w.K / 256; ++s) {
+        uint8_t* sb = blk + s * SB;
+        const int64_t src_sb = plan.src_group[size_t(8 * s)] / 8;
+        for (int64_t r = 0; r < R && b * R + r < N; ++r) {
+          const int64_t n = b * R + r;
+          reinterpret_cast<uint16_t*>(sb + 2304)[r] = f32_to_f16(d[n * S + src_sb]);
+          reinterpret_cast<uint16_t*>(sb + 2336)[r] = f32_to_f16(dm[n * S + src_sb]);
+          for (int64_t j = 0; j < 8; ++j) {
+            sb[2048 + 16 * j + r] = sc[n * G + 8 * src_sb + j];
+            sb[2176 + 16 * j + r] = mm[n * G + 8 * src_sb + j];
+            for (int64_t e = 0; e < 32; ++e)
+              sb[256 * j + int4_offset(r, e)] |=
+                  uint8_t((q[n * w.K + 256 * s + 32 * j + e] & 15) << ((e % 8) >= 4 ? 4 : 0));
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * w.K, int64_t(1) << 16));
+  return qw;
+}
+
 }  // namespace
 
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   check_input(w);
   const bool f32 = w.has_mins();  // scale and min in f32: the f32_params layout (group 32 only)
   const ColumnPlan plan = plan_columns(w, !f32);
+  if (f32 && w.has_superblocks() && superblocks_fit(w, plan)) return pack_superblocks(w, plan, pool, alloc);
   bool symmetric = !f32;
   for (int64_t i = 0; i < w.N * w.G && symmetric; ++i) symmetric = w.zeros.data<uint8_t>()[i] == 8;
   for (int64_t i = 0; f32 && i < w.N * w.G; ++i)

@@ -37,6 +37,7 @@ QWeightView view_of(const QuantizedWeight& w) {
   v.group = w.scheme.group;
   v.zero_points = w.scheme.zero_points;
   v.f32_params = w.scheme.f32_params;
+  v.k_superblocks = w.scheme.k_superblocks;
   v.N = w.N;
   v.Kp = w.Kp;
   v.block_bytes = w.block_bytes;
@@ -142,6 +143,19 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
         const int64_t ng = Kp / g;
         float acc = 0.f;
         for (int64_t gi = 0; gi < ng; ++gi) {
+          if (w.k_superblocks) {  // group gi: lines at 256 (gi % 8) of its superblock, then the factors
+            const uint8_t* sb = blk + (gi / 8) * QuantScheme::kSuperblockBytes;
+            const uint8_t* rg = sb + (gi % 8) * 256;
+            int32_t d = 0;
+            for (int e = 0; e < 32; ++e)
+              d += ((rg[(e / 8) * 64 + 4 * r + e % 4] >> ((e % 8) >= 4 ? 4 : 0)) & 15) * x[gi * 32 + e];
+            const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 2304);
+            const float sc = f16_to_f32(dd[r]) * float(sb[2048 + 16 * (gi % 8) + r]);
+            const float mn = f16_to_f32(dd[16 + r]) * float(sb[2176 + 16 * (gi % 8) + r]);
+            acc = std::fma(float(d), sc, acc);
+            acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
+            continue;
+          }
           const uint8_t* rg = blk + gi * rec;
           int32_t d = 0;
           for (int e = 0; e < g; ++e) {

@@ -231,10 +231,77 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
   }
 }
 
+// int4-g32-zp-k (Q4_K's own parameters, kernels/quantized.h): as int4_rows<.., 32, true, true>,
+// with each group's scale d x sc and min dmin x m formed from the superblock's factors (exact f32
+// products, and facc - gsum x (dmin x m) rounds as facc + gsum x min: the same bits).
+template <int MB, int HB>
+void int4k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 32, kLines = 4, SB = QuantScheme::kSuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t* sb = blk + s * SB;
+        __m256 dv[HB], dminv[HB];
+        for (int hh = 0; hh < HB; ++hh) {
+          dv[hh] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2304 + 16 * (h0 + hh))));
+          dminv[hh] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2336 + 16 * (h0 + hh))));
+        }
+        for (int j = 0; j < 8; ++j) {
+          const int64_t gi = s * 8 + j;
+          const uint8_t* r = sb + 256 * j;
+          const uint8_t* xg = a.x + gi * G;
+          __m256i s16[HB][MB];
+          for (int hh = 0; hh < HB; ++hh)
+            for (int m = 0; m < MB; ++m) s16[hh][m] = _mm256_setzero_si256();
+          for (int t = 0; t < kLines; ++t) {
+            __m256i vlo[HB], vhi[HB];
+            for (int hh = 0; hh < HB; ++hh) {
+              const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
+              vlo[hh] = _mm256_and_si256(v, lo4);
+              vhi[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+            }
+            for (int m = 0; m < MB; ++m) {
+              const uint8_t* xm = xg + m * Kp + 8 * t;
+              const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
+              for (int hh = 0; hh < HB; ++hh)
+                s16[hh][m] = nib_dot(nib_dot(s16[hh][m], vlo[hh], xlo), vhi[hh], xhi);
+            }
+          }
+          for (int hh = 0; hh < HB; ++hh) {
+            const int h = h0 + hh;
+            const __m256 sc = _mm256_mul_ps(dv[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 2048 + 16 * j + 8 * h)))));
+            const __m256 mn = _mm256_mul_ps(dminv[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 2176 + 16 * j + 8 * h)))));
+            for (int m = 0; m < MB; ++m) {
+              const __m256i d = widen_add(_mm256_setzero_si256(), s16[hh][m]);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+              facc[hh][m] = _mm256_fnmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+            }
+          }
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
   constexpr int HB = MB == 1 ? 2 : 1;
+  if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.f32_params) return int4_rows<MB, HB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only

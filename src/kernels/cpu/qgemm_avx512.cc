@@ -195,8 +195,71 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
   }
 }
 
+// int4-g32-zp-k (Q4_K's own parameters, kernels/quantized.h): per superblock of 8 groups the 16
+// rows' f16 d and dmin, per group their u8 sc and m. A group's scale d x sc and min dmin x m
+// are exact f32 products, and facc - gsum x (dmin x m) rounds as facc + gsum x (-(dmin x m)):
+// the sums are int4_rows<MB, 32, true, true>'s on the same weights, bit for bit.
+template <int MB>
+NV_TARGET_VNNI512 void int4k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 32, kLines = 4, SB = QuantScheme::kSuperblockBytes;
+  constexpr int C = kChains4<MB>;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256;
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + s * SB;
+      // The group lines' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
+      // factors' length past the lines) close the gap it leaves at each superblock.
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 5; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(sb + 2048 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2304)));
+      const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2336)));
+      for (int j = 0; j < 8; ++j) {
+        const int64_t gi = s * 8 + j;
+        const uint8_t* r = sb + 256 * j;
+        const uint8_t* xg = a.x + gi * G;
+        __m512i lo[MB][C], hi[MB][C];
+        for (int m = 0; m < MB; ++m)
+          for (int c = 0; c < C; ++c) lo[m][c] = hi[m][c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int t = 0; t < kLines; ++t) {
+          if constexpr (kPrefetch<MB>)
+            _mm_prefetch(reinterpret_cast<const char*>(r + 64 * t + kStreamPrefetchBytes), _MM_HINT_T0);
+          const __m512i v = _mm512_loadu_si512(r + 64 * t);
+          const __m512i vlo = _mm512_and_si512(v, lo4), vhi16 = _mm512_and_si512(v, hi4);
+          const int c = t % C;
+          for (int m = 0; m < MB; ++m) {
+            const uint8_t* xm = xg + m * Kp + 8 * t;
+            lo[m][c] = _mm512_dpbusd_epi32(lo[m][c], vlo, bcast4(xm));
+            hi[m][c] = _mm512_dpbusd_epi32(hi[m][c], vhi16, bcast4(xm + 4));
+          }
+        }
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2048 + 16 * j)))));
+        const __m512 mn = _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2176 + 16 * j)))));
+        for (int m = 0; m < MB; ++m) {
+          __m512i dl = lo[m][0], dh = hi[m][0];
+          for (int c = 1; c < C; ++c) dl = _mm512_add_epi32(dl, lo[m][c]), dh = _mm512_add_epi32(dh, hi[m][c]);
+          const __m512i d = _mm512_add_epi32(dl, _mm512_srai_epi32(dh, 4));
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+          facc[m] = _mm512_fnmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+        }
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
+  if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.f32_params) return int4_rows<MB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only

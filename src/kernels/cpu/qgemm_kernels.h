@@ -20,7 +20,8 @@ struct QWeightView {
   QuantKind kind = QuantKind::None;
   int group = 0;  // int4: 32 / 64; int8: 0 (per row) or 32 (int8-g32)
   bool zero_points = false;
-  bool f32_params = false;  // int4-g32-zp with f32 scale and min (kernels/quantized.h)
+  bool f32_params = false;     // int4-g32-zp with f32 scale and min (kernels/quantized.h)
+  bool k_superblocks = false;  // int4-g32-zp with Q4_K's two-level scale and min (same)
   int64_t N = 0, Kp = 0, block_bytes = 0;
   const uint8_t* data = nullptr;
   const float* scales = nullptr;      // int8 [Np]

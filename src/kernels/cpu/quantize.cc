@@ -135,6 +135,14 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
              scheme.group);
     NV_CHECK(!scheme.f32_params || (scheme.group == 32 && scheme.zero_points),
              "int4 f32 parameters need group 32 with zero points, got ", scheme.str());
+    if (scheme.k_superblocks) {
+      NV_CHECK(scheme.group == 32 && scheme.zero_points && !scheme.f32_params && K % 256 == 0,
+               "int4 superblocks need group 32 with zero points and K a multiple of 256, got ",
+               scheme.str(), " K = ", K);
+      q.Kp = K;
+      q.block_bytes = K / 256 * QuantScheme::kSuperblockBytes;
+      return q;
+    }
     q.Kp = round_up(K, scheme.group);
     q.block_bytes = q.Kp / scheme.group * q.group_record_bytes();
   }
@@ -151,6 +159,7 @@ int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
+  NV_CHECK(!scheme.k_superblocks, "quantize_weight: ", scheme.str(), " is made only by a Q4_K repack");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
@@ -202,6 +211,18 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
   const int g = q.scheme.group;
   const bool zp = q.scheme.zero_points;
   const int64_t rec = q.group_record_bytes();
+  if (q.scheme.k_superblocks) {  // scale = d * sc, min = -(dmin * m): exact f32 products
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* sb = blk + (k / 256) * QuantScheme::kSuperblockBytes;
+      const int64_t j = (k % 256) / 32, e = k % 32;
+      const int v = (sb[j * 256 + int4_offset(r, e)] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+      const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 2304);
+      const float sc = f16_to_f32(dd[r]) * float(sb[2048 + 16 * j + r]);
+      const float mn = f16_to_f32(dd[16 + r]) * float(sb[2176 + 16 * j + r]);
+      out[k] = sc * float(v) - mn;
+    }
+    return;
+  }
   for (int64_t k = 0; k < q.K; ++k) {
     const uint8_t* r8 = blk + (k / g) * rec;
     const int64_t e = k % g;

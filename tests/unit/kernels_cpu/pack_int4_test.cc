@@ -1,14 +1,15 @@
 // GPTQ / AWQ groups repacked onto the int4 kernels (kernels/cpu/pack_int4.h): symmetric weights
 // dequantize bit-identically, zero points within the f16-min bound, act-order and cut groups
 // through the input gather, and quantized_linear with a gather equal (bitwise) to the same
-// weight stored in group order with the input permuted by hand; Q4_K's f32 scale and min
-// exact (int4-g32-zp-f32). Every ISA ctest runs.
+// weight stored in group order with the input permuted by hand; Q4_K's scales and mins exact
+// (int4-g32-zp-k, int4-g32-zp-f32). Every ISA ctest runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <cstring>
 
 #include "kernels/cpu/pack_int4.h"
 #include "kernels/cpu/qgemm.h"
@@ -47,15 +48,22 @@ Int4Groups random_q4k_groups(int64_t N, int64_t K, uint32_t seed) {
   w.scales = Tensor::empty({N, w.G}, DType::F32);
   w.mins = Tensor::empty({N, w.G}, DType::F32);
   w.g_idx = Tensor::empty({K}, DType::I32);
+  w.d = Tensor::empty({N, w.G / 8}, DType::F32);
+  w.dmin = Tensor::empty({N, w.G / 8}, DType::F32);
+  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
+  w.sub_min = Tensor::empty({N, w.G}, DType::U8);
   for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(rng() % 16);
   float d = 0, dmin = 0;
   for (int64_t i = 0; i < N * w.G; ++i) {
     if (i % 8 == 0) {
       d = f16_to_f32(f32_to_f16(std::ldexp(float(1025 + rng() % 1023), -int(18 + rng() % 4))));
       dmin = f16_to_f32(f32_to_f16(std::ldexp(float(1025 + rng() % 1023), -int(18 + rng() % 4))));
+      w.d.data<float>()[i / 8] = d, w.dmin.data<float>()[i / 8] = dmin;
     }
-    w.scales.data<float>()[i] = d * float(rng() % 64);
-    w.mins.data<float>()[i] = -(dmin * float(rng() % 64));
+    const uint8_t sc = uint8_t(rng() % 64), m = uint8_t(rng() % 64);
+    w.sub_scale.data<uint8_t>()[i] = sc, w.sub_min.data<uint8_t>()[i] = m;
+    w.scales.data<float>()[i] = d * float(sc);
+    w.mins.data<float>()[i] = -(dmin * float(m));
   }
   for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
   return w;
@@ -183,10 +191,17 @@ TEST(PackInt4, GatherEqualsPermutedInput) {
   }
 }
 
-// Q4_K-shaped groups (f32 scale and min) go to int4-g32-zp-f32: every weight bit-identical,
-// including row slices, a tensor-parallel column half (cut at a group boundary) and a fused
-// concatenation, and the kernels (each ISA ctest runs) equal the f64 product of the int8
-// activations with those weights. f16 parameters could not pass: most scales need > 11 bits.
+// Without its superblock factors, the same weight (f32 products only).
+Int4Groups without_superblocks(Int4Groups w) {
+  w.d = w.dmin = w.sub_scale = w.sub_min = Tensor();
+  return w;
+}
+
+// Q4_K-shaped groups: with the superblock factors int4-g32-zp-k (Q4_K's own 4.625 bits), without
+// them int4-g32-zp-f32. Every weight bit-identical in both, including a tensor-parallel column
+// half; the kernels (each ISA ctest runs) give the same bits on both layouts and equal the f64
+// product of the int8 activations with those weights. f16 parameters could not pass: most
+// scales need > 11 bits.
 TEST(PackInt4, ScaleAndMinAreExactInF32) {
   ThreadPool pool(2);
   const Int4Groups w = random_q4k_groups(37, 512, 51);
@@ -194,13 +209,24 @@ TEST(PackInt4, ScaleAndMinAreExactInF32) {
   for (int64_t i = 0; i < w.N * w.G; ++i)
     f16_exact += f16_to_f32(f32_to_f16(w.scales.data<float>()[i])) == w.scales.data<float>()[i];
   EXPECT_LT(f16_exact, w.N * w.G / 4);  // the test would not tell f16 from f32 otherwise
-  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  const QuantizedWeight q = cpu::pack_int4_groups(without_superblocks(w), pool);
   EXPECT_EQ(q.scheme.str(), "int4-g32-zp-f32");
   EXPECT_FALSE(q.act_index.defined());
   EXPECT_EQ(q.block_bytes, 16 * 384);  // per 32 columns: 256 code bytes + 16 f32 scales + 16 f32 mins
   int64_t exact = 0;
   EXPECT_EQ(compare(w, q, &exact), 0.0);
   EXPECT_EQ(exact, w.N);
+  const QuantizedWeight qk = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(qk.scheme.str(), "int4-g32-zp-k");
+  EXPECT_EQ(qk.block_bytes, 2 * 2368);  // per 256 columns: 8 x 256 code bytes + 256 factor bytes + 64 d / dmin
+  EXPECT_EQ(compare(w, qk, &exact), 0.0);
+  EXPECT_EQ(exact, w.N);
+  // A factor that does not give its scale is malformed input, not a silent change.
+  Int4Groups bad = w;
+  bad.sub_scale = Tensor::empty({w.N, w.G}, DType::U8);
+  std::memcpy(bad.sub_scale.raw(), w.sub_scale.raw(), w.sub_scale.nbytes());
+  bad.sub_scale.data<uint8_t>()[5] ^= 1;
+  EXPECT_THROW(cpu::pack_int4_groups(bad, pool), Error);
   // Slices and concatenation as the loader makes them (loader/int4_slice.h).
   Int4Groups half = w;
   half.K = 256;
@@ -210,16 +236,26 @@ TEST(PackInt4, ScaleAndMinAreExactInF32) {
     for (int64_t k = 0; k < 256; ++k) half.q.data<uint8_t>()[n * 256 + k] = w.q.data<uint8_t>()[n * 512 + 256 + k];
   for (int64_t k = 0; k < 256; ++k) half.g_idx.data<int32_t>()[k] = int32_t(8 + k / 32);
   const QuantizedWeight qh = cpu::pack_int4_groups(half, pool);
+  EXPECT_EQ(qh.scheme.str(), "int4-g32-zp-k");  // cut at a superblock boundary
   EXPECT_EQ(compare(half, qh, &exact), 0.0);
   EXPECT_EQ(exact, half.N);
+  Int4Groups cut = half;  // cut inside a superblock: the f32 products
+  for (int64_t k = 0; k < 256; ++k) cut.g_idx.data<int32_t>()[k] = int32_t(4 + k / 32);
+  const QuantizedWeight qc = cpu::pack_int4_groups(cut, pool);
+  EXPECT_EQ(qc.scheme.str(), "int4-g32-zp-f32");
+  EXPECT_EQ(compare(cut, qc, &exact), 0.0);
+  EXPECT_EQ(exact, cut.N);
 
   // The kernels: M rows of activations against the f64 reference.
   for (int64_t M : {1, 2, 3, 5, 8, 11}) {
     std::mt19937 rng{uint32_t(M)};
     std::normal_distribution<float> nd;
     Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+    Tensor yk = Tensor::empty({M, w.N}, DType::F32);
     for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
     cpu::quantized_linear(x, q, nullptr, y, pool);
+    cpu::quantized_linear(x, qk, nullptr, yk, pool);
+    for (int64_t i = 0; i < M * w.N; ++i) ASSERT_EQ(y.data<float>()[i], yk.data<float>()[i]) << "M=" << M << " " << i;
     std::vector<double> ref(size_t(M * w.N));
     for (int64_t m = 0; m < M; ++m) {
       const float* xr = x.data<float>() + m * w.K;

@@ -300,6 +300,34 @@ TEST(GgufQuants, Q4_KSubBlockScales) {
   }
 }
 
+// unpack_row_q4_k (the int4 kernels' lossless repack): for random blocks, every element is
+// scale * q + min bitwise what dequantize_row gives, scale = d * sc and min = -(dmin * m).
+TEST(GgufQuants, Q4_KUnpackIsDequantizeRow) {
+  uint32_t x = 12345;
+  auto rnd = [&] { return x = x * 1664525u + 1013904223u, x >> 8; };
+  const int n = 512;  // two blocks
+  std::vector<uint8_t> b(2 * 144);
+  for (auto& v : b) v = uint8_t(rnd());
+  for (int k = 0; k < 2; ++k) {  // finite f16 d / dmin of both signs and many magnitudes
+    put16(b, size_t(144 * k), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+    put16(b, size_t(144 * k + 2), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+  }
+  const std::vector<float> ref = deq(GgmlType::Q4_K, b, n);
+  std::vector<uint8_t> q(n), sc(n / 32), m(n / 32);
+  std::vector<float> scale(n / 32), mn(n / 32), d(n / 256), dmin(n / 256);
+  unpack_row_q4_k(b.data(), n, q.data(), scale.data(), mn.data(), d.data(), dmin.data(), sc.data(), m.data());
+  for (int k = 0; k < n; ++k) {
+    ASSERT_LT(q[size_t(k)], 16);
+    EXPECT_EQ(scale[size_t(k / 32)] * float(q[size_t(k)]) + mn[size_t(k / 32)], ref[size_t(k)]) << k;
+  }
+  for (int g = 0; g < n / 32; ++g) {
+    ASSERT_LT(sc[size_t(g)], 64);
+    ASSERT_LT(m[size_t(g)], 64);
+    EXPECT_EQ(d[size_t(g / 8)] * float(sc[size_t(g)]), scale[size_t(g)]) << g;
+    EXPECT_EQ(-(dmin[size_t(g / 8)] * float(m[size_t(g)])), mn[size_t(g)]) << g;
+  }
+}
+
 TEST(GgufQuants, Q6_KSigned) {
   std::vector<uint8_t> b(210, 0);
   put16(b, 208, f16(0.125f));

@@ -42,6 +42,18 @@ inline void poison(Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
+// What the quantized-linear kernels do to a row of activations: x ~ s * round(x / s), s = max|x| / 127.
+inline std::vector<double> int8_quantized_row(const float* x, int64_t K) {
+  float amax = 0.f;
+  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[k]));
+  const float s = amax / 127.f;
+  std::vector<double> q(static_cast<size_t>(K), 0.0);
+  if (s == 0.f) return q;
+  for (int64_t k = 0; k < K; ++k)
+    q[size_t(k)] = double(s) * std::clamp(std::nearbyint(x[k] * (1.f / s)), -127.f, 127.f);
+  return q;
+}
+
 // max |ref - got| / max |ref| (infinite when got has a NaN).
 inline double max_rel_err(const std::vector<double>& ref, const float* got) {
   double num = 0, den = 0;

@@ -7,10 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
-#include <cstring>
 
+#include "kernel_test_util.h"
 #include "kernels/cpu/pack_int4.h"
 #include "kernels/cpu/qgemm.h"
 
@@ -227,7 +228,8 @@ TEST(PackInt4, ScaleAndMinAreExactInF32) {
   std::memcpy(bad.sub_scale.raw(), w.sub_scale.raw(), w.sub_scale.nbytes());
   bad.sub_scale.data<uint8_t>()[5] ^= 1;
   EXPECT_THROW(cpu::pack_int4_groups(bad, pool), Error);
-  // Slices and concatenation as the loader makes them (loader/int4_slice.h).
+  // A tensor-parallel column half, cut at a superblock boundary (as loader/int4_slice.h's
+  // int4_columns cuts: the groups keep their indices into the full weight).
   Int4Groups half = w;
   half.K = 256;
   half.q = Tensor::empty({w.N, 256}, DType::U8);
@@ -258,23 +260,14 @@ TEST(PackInt4, ScaleAndMinAreExactInF32) {
     for (int64_t i = 0; i < M * w.N; ++i) ASSERT_EQ(y.data<float>()[i], yk.data<float>()[i]) << "M=" << M << " " << i;
     std::vector<double> ref(size_t(M * w.N));
     for (int64_t m = 0; m < M; ++m) {
-      const float* xr = x.data<float>() + m * w.K;
-      float amax = 0.f;
-      for (int64_t k = 0; k < w.K; ++k) amax = std::max(amax, std::fabs(xr[k]));
-      const float sx = amax / 127.f;
+      const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * w.K, w.K);
       for (int64_t n = 0; n < w.N; ++n) {
         double acc = 0;
-        for (int64_t k = 0; k < w.K; ++k)
-          acc += double(sx) * std::clamp(std::nearbyint(xr[k] * (1.f / sx)), -127.f, 127.f) * double(reference(w, n, k));
+        for (int64_t k = 0; k < w.K; ++k) acc += xq[size_t(k)] * double(reference(w, n, k));
         ref[size_t(m * w.N + n)] = acc;
       }
     }
-    double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      num = std::max(num, std::fabs(ref[i] - double(y.data<float>()[i])));
-      den = std::max(den, std::fabs(ref[i]));
-    }
-    EXPECT_LT(num / den, 2e-5) << "M=" << M;
+    EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M;
   }
 }
 

@@ -27,18 +27,6 @@ namespace {
 const char* kSchemes[] = {"int8",        "int8-g32",    "int4-g32", "int4-g64",
                           "int4-g32-zp", "int4-g64-zp", "int4-g32-zp-f32"};
 
-// What the kernels do to a row of activations: x ~ s * round(x / s), s = max|x| / 127.
-std::vector<double> quantized_row(const float* x, int64_t K) {
-  float amax = 0.f;
-  for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[k]));
-  const float s = amax / 127.f;
-  std::vector<double> q(static_cast<size_t>(K), 0.0);
-  if (s == 0.f) return q;
-  for (int64_t k = 0; k < K; ++k)
-    q[size_t(k)] = double(s) * std::clamp(std::nearbyint(x[k] * (1.f / s)), -127.f, 127.f);
-  return q;
-}
-
 // The f64 product of the int8-quantized activations with the dequantized weight (plus bias):
 // what the kernels must reproduce up to f32 rounding. x [M, K] f32 -> [M, N].
 std::vector<double> reference_linear(const Tensor& x, const LinearWeight& lw, const float* bias) {
@@ -46,7 +34,7 @@ std::vector<double> reference_linear(const Tensor& x, const LinearWeight& lw, co
   std::vector<float> wq(static_cast<size_t>(K));
   std::vector<double> ref(size_t(M * N));
   std::vector<std::vector<double>> xq;
-  for (int64_t m = 0; m < M; ++m) xq.push_back(quantized_row(x.data<float>() + m * K, K));
+  for (int64_t m = 0; m < M; ++m) xq.push_back(test::int8_quantized_row(x.data<float>() + m * K, K));
   for (int64_t n = 0; n < N; ++n) {
     cpu::dequantize_row(*lw.quant, n, wq.data());
     for (int64_t m = 0; m < M; ++m) {

@@ -7,7 +7,9 @@
 // (the L3 of a shared VM is not ours to count on).
 // --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
 // loaded machine's descheduling does not count (it still shares caches and the memory bus).
-// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]
+// int4-g32-zp-k and int6-g16-k (the forms a GGUF's Q4_K and Q6_K keep) come from random codes and
+// factors through prepare_linear_int4, as the loader hands them over.
+// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--json]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -26,16 +28,76 @@
 using namespace nanovllm;
 using clk = std::chrono::steady_clock;
 
+namespace {
+// Random Q4_K-shaped (bits 4: codes 0..15, per 32 columns scale d x sc and min -(dmin x m)) or
+// Q6_K-shaped (bits 6: codes 0..63, zero 32, per 16 columns scale d x sc, sc signed) groups with
+// d / dmin per 256 columns (kernels/int4_groups.h), sized like a 0.02-scale weight.
+Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
+  Int4Groups w;
+  w.bits = bits;
+  const int gs = bits == 6 ? 16 : 32;
+  w.N = N, w.K = K, w.G = K / gs;
+  const int64_t S = K / 256;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / gs);
+  w.d = Tensor::empty({N, S}, DType::F32);
+  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(byte(rng) & (bits == 6 ? 63 : 15));
+  for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(bits == 6 ? 6e-5f : 2e-4f));
+  if (bits == 6) {
+    w.zeros = Tensor::empty({N, w.G}, DType::U8);
+    std::memset(w.zeros.raw(), 32, w.zeros.nbytes());
+  } else {
+    w.mins = Tensor::empty({N, w.G}, DType::F32);
+    w.dmin = Tensor::empty({N, S}, DType::F32);
+    w.sub_min = Tensor::empty({N, w.G}, DType::U8);
+    for (int64_t i = 0; i < N * S; ++i) w.dmin.data<float>()[i] = f16_to_f32(f32_to_f16(2e-4f));
+  }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < w.G; ++g) {
+      const int64_t i = n * w.G + g;
+      const float d = w.d.data<float>()[n * S + g * gs / 256];
+      if (bits == 6) {
+        const int8_t sc = int8_t(byte(rng) - 128);
+        w.sub_scale.data<uint8_t>()[i] = uint8_t(sc);
+        w.scales.data<float>()[i] = d * float(sc);
+      } else {
+        const uint8_t sc = uint8_t(byte(rng) & 63), m = uint8_t(byte(rng) & 63);
+        w.sub_scale.data<uint8_t>()[i] = sc;
+        w.sub_min.data<uint8_t>()[i] = m;
+        w.scales.data<float>()[i] = d * float(sc);
+        w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 8] * float(m));
+      }
+    }
+  return w;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   int rounds = 7, threads = 0;
   bool json = false, cpu_time = false;
+  // int4-g32-zp-f32: the layout a GGUF's Q4_K repacks into when a tensor-parallel cut splits its
+  // superblocks (f32 scale and min; here fitted from floats like int4-g32-zp, so only its bytes
+  // and kernel differ).
+  std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
+                                      "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int6-g16-k"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--cpu-time")) cpu_time = true;
-    else {
-      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--json]\n");
+    else if (!std::strcmp(argv[i], "--formats") && i + 1 < argc) {
+      formats.clear();
+      for (std::string s = argv[++i], f; !s.empty();) {
+        const size_t c = s.find(',');
+        formats.push_back(s.substr(0, c));
+        s = c == std::string::npos ? "" : s.substr(c + 1);
+      }
+    } else {
+      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--json]\n");
       return 2;
     }
   }
@@ -50,10 +112,6 @@ int main(int argc, char** argv) {
     return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
   };
   auto be = make_cpu_backend(threads);
-  // int4-g32-zp-f32: the layout a GGUF's Q4_K repacks into (f32 scale and min; here fitted from
-  // floats like int4-g32-zp, so only its bytes and kernel differ).
-  const std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
-                                            "int4-g64-zp", "int4-g32-zp-f32"};
   struct Shape { const char* name; int64_t N, K; };
   const std::vector<Shape> shapes = {{"gate_up", 6144, 1024}, {"down", 1024, 3072}};
   const std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
@@ -66,6 +124,10 @@ int main(int argc, char** argv) {
     for (const auto& f : formats) {
       std::vector<LinearWeight> copies;
       for (int c = 0; c < kCopies; ++c) {
+        if (f == "int4-g32-zp-k" || f == "int6-g16-k") {
+          copies.push_back(be->prepare_linear_int4(k_quant_groups(shapes[s].N, shapes[s].K, f == "int6-g16-k" ? 6 : 4, rng)));
+          continue;
+        }
         Tensor host = Tensor::empty({shapes[s].N, shapes[s].K}, DType::BF16);
         std::vector<float> v(size_t(host.numel()));
         for (auto& x : v) x = nd(rng);

@@ -28,7 +28,7 @@ namespace {
 using nlohmann::json;
 
 // The engine layout of one weight vs the GGUF values it came from: quantized from them with
-// `scheme`, or (`as_stored`, a Q4_K tensor under auto) its codes and parameters repacked.
+// `scheme`, or (`as_stored`, a Q4_K / Q6_K tensor under auto) its codes and parameters repacked.
 json repack_check(const nanovllm::Tensor& w, const nanovllm::QuantScheme& scheme,
                   const nanovllm::Int4Groups* as_stored, nanovllm::ThreadPool& pool) {
   const int64_t N = w.size(0), K = w.size(1);
@@ -101,11 +101,15 @@ int run_gguf_info(int argc, char** argv) {
     // LM head follows --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
-    // A Q4_K tensor runs as stored (int4-g32-zp-k; -f32 when a tensor-parallel cut splits its
-    // superblocks) unless it is fused with another type.
+    // A Q4_K / Q6_K tensor runs as stored (int4-g32-zp-k / int6-g16-k; int4-g32-zp-f32 / int8
+    // when a tensor-parallel cut splits its superblocks) unless it is fused with another type.
     for (const auto& [name, q] : per_tensor)
-      if (ck->tensors().at(name).expert <= 0) by_scheme[ck->has_int4(name) ? "int4-g32-zp-k" : q.str()]++;
+      if (ck->tensors().at(name).expert <= 0)
+        by_scheme[ck->int4_bits(name) == 6 ? "int6-g16-k" : ck->has_int4(name) ? "int4-g32-zp-k" : q.str()]++;
     j["quantization_auto_tensors"] = by_scheme;
+    // --lm-head-quantization auto on the CPU: the file's Q6_K head as stored, else "none" here
+    // (the engine's rule then: int8 with int4 layers, else the layers' scheme).
+    j["lm_head_auto"] = nanovllm::gguf_lm_head_quantization(model).str();
     j["config"] = json::parse(ck->hf_config_json());
     if (repack) {
       nanovllm::ThreadPool pool(0);
@@ -139,6 +143,8 @@ int run_gguf_info(int argc, char** argv) {
       std::printf("%s: %s (GGUF v%u), %s\nquantization auto: %s (linear tensors: %s)\n", ck->path().c_str(),
                   ck->arch().c_str(), ck->meta().version(), ck->type_summary().c_str(),
                   j["quantization_auto"].get<std::string>().c_str(), tensors.c_str());
+      if (j["lm_head_auto"] != "none")
+        std::printf("LM head auto: %s (as stored)\n", j["lm_head_auto"].get<std::string>().c_str());
       if (repack)
         for (const auto& [t, c] : j["repack"]["by_type"].items())
           std::printf("repack %s -> %s: %lld/%lld rows bit-identical, max |diff| %.3g (%.3g of the row max)\n",

@@ -106,6 +106,14 @@ std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& m
   return out;
 }
 
+QuantScheme gguf_lm_head_quantization(const std::string& model) {
+  if (!is_gguf_model(model)) return {};
+  auto ck = GgufCheckpoint::open(model);
+  const std::string head = ck->tensors().count("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
+  if (ck->int4_bits(head) != 6) return {};
+  return parse_quant_scheme("int6-g16-k");
+}
+
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model) {
   std::vector<std::string> files = gguf_model_files(model);
   if (files.empty()) {

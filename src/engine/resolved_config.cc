@@ -34,11 +34,15 @@ ResolvedConfig resolve(const Config& config) {
     r.checkpoint_quant = qc->method;
     r.checkpoint_int4 = c.quantization == "auto" && r.device == Device::CPU;
   }
-  // auto: the LM head follows the layers, except that int4 layers get an int8 head: on
+  // auto: a GGUF head in Q6_K runs as stored (int6-g16-k, on the CPU under auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
+  const QuantScheme stored_head = c.quantization == "auto" && r.device == Device::CPU
+                                      ? gguf_lm_head_quantization(c.model) : QuantScheme{};
   if (c.lm_head_quantization != "auto")
     r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
+  else if (stored_head.enabled())  // a GGUF's Q6_K head (llama-quantize's default) as stored
+    r.lm_head_quantization = stored_head;
   else if (r.quantization.kind == QuantKind::Int4)
     r.lm_head_quantization = parse_quant_scheme("int8");
   else

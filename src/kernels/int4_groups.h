@@ -1,4 +1,4 @@
-// A linear weight in 4-bit groups as a GPTQ / AWQ checkpoint stores it, unpacked to one code per
+// A linear weight in 4-bit (or 6-bit, see `bits`) groups as a GPTQ / AWQ checkpoint stores it, unpacked to one code per
 // byte (host memory): the input of Backend::prepare_linear_int4, which places it on the int4
 // kernels without re-quantizing (kernels/cpu/pack_int4.h). The loader makes it
 // (loader/int4_checkpoint.h); header-only, so the loader needs no kernel library.
@@ -31,6 +31,12 @@ struct Int4Groups {
   Tensor d, dmin;              // F32 [N, G / 8] (f16 values)
   Tensor sub_scale, sub_min;   // U8 [N, G] (6-bit)
   bool has_superblocks() const { return d.defined(); }
+  // 6 (ggml's Q6_K, groups of 16 in superblocks of 16 groups): codes 0..63, every zero 32,
+  //   scale[n, g] = d[n, g / 16] * sub_scale[n, g]
+  // with d F32 [N, G / 16] (f16 values) and sub_scale U8 [N, G] holding a signed 8-bit integer
+  // (two's complement); no dmin, sub_min. The CPU keeps it as int6-g16-k (kernels/quantized.h).
+  int bits = 4;
+  int superblock_groups() const { return bits == 6 ? 16 : 8; }
   Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)
 };
 

@@ -14,6 +14,10 @@
 //     `k_superblocks`: those factors as stored, scale = d[s] * sc[g], min = -(dmin[s] * m[g])
 //       for superblock s of 8 groups (256 k): 4.625 bits per weight, as exact as the file;
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
+// - int6-g16-k (made only by a repack of ggml's Q6_K, kernels/cpu/pack_int4.h): per group of 16
+//   consecutive k, w = d[s] * sc[g] * (q - 32), q in [0, 63], sc a signed 8-bit integer, d an f16
+//   per superblock s of 16 groups (256 k). d x sc is an exact f32 product: 6.5625 bits per
+//   weight, the file's own form and size.
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
@@ -34,6 +38,11 @@
 //   of 256, and a block is Kp / 256 superblocks of [8 x 256 bytes of group lines][8 x 16 u8 sc]
 //   [8 x 16 u8 m][16 f16 d][16 f16 dmin], 2368 bytes = 37 lines). Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
+// - int6-g16-k: Kp = K, a multiple of 256. A block is [the 16 rows' f16 d of each superblock,
+//   Kp / 256 x 32 bytes, zero-padded to a multiple of 64] then Kp / 256 superblocks of
+//   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
+//   group u, byte 4r + j of P_i holds in bits 0-5 the code of k = 16u + 4i + j (row r), and in
+//   bits 6-7 bits 2i, 2i+1 of the code of k = 16u + 12 + j (int6_code below).
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
 //   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
@@ -47,18 +56,22 @@
 
 namespace nanovllm {
 
-enum class QuantKind : uint8_t { None, Int8, Int4 };
+enum class QuantKind : uint8_t { None, Int8, Int4, Int6 };
 
 struct QuantScheme {
   QuantKind kind = QuantKind::None;
-  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32)
+  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32); int6: 16
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
-  bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above)
-  static constexpr int kSuperblockBytes = 2368;  // k_superblocks: 16 rows x 256 k
+  bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
+                               // int6 always (Q6_K's)
+  static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
+  static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
+  // int6-g16-k: the d table at the start of a block of `superblocks` superblocks.
+  static constexpr int64_t int6_d_bytes(int64_t superblocks) { return (superblocks * 32 + 63) / 64 * 64; }
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int6-g16-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
@@ -80,6 +93,7 @@ struct QuantizedWeight {
   // int4, int8-g32: bytes of one group's record in a block.
   int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
+    if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
@@ -91,6 +105,13 @@ struct QuantizedWeight {
            (row_sums.defined() ? row_sums.nbytes() : 0) + (act_index.defined() ? act_index.nbytes() : 0);
   }
 };
+
+// int6-g16-k: the code (0..63) of element e (0..15) of row r in a group's lines P0 P1 P2.
+inline int int6_code(const uint8_t* group_lines, int64_t r, int e) {
+  const int64_t j = 4 * r + e % 4;
+  if (e < 12) return group_lines[64 * (e / 4) + j] & 63;
+  return (group_lines[j] >> 6) | ((group_lines[64 + j] >> 6) << 2) | ((group_lines[128 + j] >> 6) << 4);
+}
 
 // A linear layer's weight [N, K] as the model holds it: dense (checkpoint dtype, on the
 // backend's device) or quantized.

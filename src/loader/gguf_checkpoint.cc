@@ -180,15 +180,42 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   auto it = refs_.find(hf_name);
   if (it == refs_.end()) return false;
   const Ref& r = it->second;
-  return r.t->type == uint32_t(GgmlType::Q4_K) && r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) &&
-         r.tf != Ref::Tf::MinusOne;
+  return (r.t->type == uint32_t(GgmlType::Q4_K) || r.t->type == uint32_t(GgmlType::Q6_K)) &&
+         r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
+}
+
+int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
+  if (!has_int4(hf_name)) return 0;
+  return refs_.at(hf_name).t->type == uint32_t(GgmlType::Q6_K) ? 6 : 4;
 }
 
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
-  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K linear weight");
+  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K or Q6_K linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
+  if (t.type == uint32_t(GgmlType::Q6_K)) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
+    g.bits = 6;
+    g.N = t.ne[1];
+    g.K = t.ne[0];
+    g.G = g.K / 16;
+    g.q = Tensor::empty({g.N, g.K}, DType::U8);
+    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+    g.zeros = Tensor::empty({g.N, g.G}, DType::U8);
+    std::memset(g.zeros.raw(), 32, g.zeros.nbytes());
+    g.g_idx = Tensor::empty({g.K}, DType::I32);
+    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 16);
+    const int64_t S = g.K / 256;
+    g.d = Tensor::empty({g.N, S}, DType::F32);
+    g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
+    const size_t row_bytes = size_t(S) * 210;
+    const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
+    for (int64_t hr = 0; hr < g.N; ++hr)
+      unpack_row_q6_k(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
+                      g.scales.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
+                      g.sub_scale.data<uint8_t>() + hr * g.G);
+    return g;
+  }
   g.N = t.ne[1];
   g.K = t.ne[0];
   g.G = g.K / 32;

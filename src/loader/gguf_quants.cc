@@ -225,6 +225,32 @@ void deq_q6_k(const uint8_t* b, float* y) {  // 210 bytes: ql[128], qh[64], scal
   }
 }
 
+}  // namespace
+
+void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d_out, uint8_t* sc_out) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_q6_k: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 210) {  // as deq_q6_k, element e at q[e]
+    const uint8_t* ql = src;
+    const uint8_t* qh = src + 128;
+    const float d = h2f(src + 208);
+    d_out[b] = d;
+    for (int g = 0; g < 16; ++g) {
+      sc_out[g] = src[192 + g];
+      scale[g] = d * float(int8_t(src[192 + g]));
+    }
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, q += 128)
+      for (int l = 0; l < 32; ++l) {
+        q[l] = uint8_t((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+        q[l + 32] = uint8_t((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+        q[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        q[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+      }
+    scale += 16, sc_out += 16;
+  }
+}
+
+namespace {
+
 void deq_iq4_nl(const uint8_t* b, float* y) {  // 18 bytes: d, qs[16]
   const float d = h2f(b);
   const uint8_t* qs = b + 2;

@@ -26,9 +26,9 @@ Int4Groups int4_rows(const Int4Groups& w, int64_t begin, int64_t count) {
   else r.zeros = copy_rows(w.zeros, begin, count);
   if (w.has_superblocks()) {
     r.d = copy_rows(w.d, begin, count);
-    r.dmin = copy_rows(w.dmin, begin, count);
     r.sub_scale = copy_rows(w.sub_scale, begin, count);
-    r.sub_min = copy_rows(w.sub_min, begin, count);
+    if (w.dmin.defined()) r.dmin = copy_rows(w.dmin, begin, count);
+    if (w.sub_min.defined()) r.sub_min = copy_rows(w.sub_min, begin, count);
   }
   return r;
 }
@@ -55,6 +55,8 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   r.N = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Int4Groups& p = parts[i];
+    NV_CHECK(p.bits == a.bits, "'", names[i], "' has ", p.bits, "-bit codes, '", names[0], "' ", a.bits,
+             ": they cannot be one int4 weight");
     NV_CHECK(p.has_mins() == a.has_mins(), "'", names[i], "' and '", names[0],
              "' store their groups differently (scale and min / integer zero points)");
     NV_CHECK(p.K == a.K && p.G == a.G, "'", names[i], "' has ", p.K, " input features in ", p.G, " groups, '",
@@ -72,11 +74,14 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   bool sb = true;
   for (const Int4Groups& p : parts) sb = sb && p.has_superblocks();
   r.d = r.dmin = r.sub_scale = r.sub_min = Tensor();
+  const bool mins = sb && a.dmin.defined();  // Q4_K's (Q6_K has no min factors)
   if (sb) {
     r.d = Tensor::empty({r.N, a.d.size(1)}, DType::F32);
-    r.dmin = Tensor::empty({r.N, a.d.size(1)}, DType::F32);
     r.sub_scale = Tensor::empty({r.N, a.G}, DType::U8);
-    r.sub_min = Tensor::empty({r.N, a.G}, DType::U8);
+    if (mins) {
+      r.dmin = Tensor::empty({r.N, a.d.size(1)}, DType::F32);
+      r.sub_min = Tensor::empty({r.N, a.G}, DType::U8);
+    }
   }
   int64_t row = 0;
   for (const Int4Groups& p : parts) {
@@ -87,9 +92,11 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
     if (sb) {
       NV_CHECK(p.d.size(1) == a.d.size(1), "'", names[0], "': superblock counts differ");
       std::memcpy(r.d.data<float>() + row * a.d.size(1), p.d.raw(), p.d.nbytes());
-      std::memcpy(r.dmin.data<float>() + row * a.d.size(1), p.dmin.raw(), p.dmin.nbytes());
       std::memcpy(r.sub_scale.data<uint8_t>() + row * a.G, p.sub_scale.raw(), p.sub_scale.nbytes());
-      std::memcpy(r.sub_min.data<uint8_t>() + row * a.G, p.sub_min.raw(), p.sub_min.nbytes());
+      if (mins) {
+        std::memcpy(r.dmin.data<float>() + row * a.d.size(1), p.dmin.raw(), p.dmin.nbytes());
+        std::memcpy(r.sub_min.data<uint8_t>() + row * a.G, p.sub_min.raw(), p.sub_min.nbytes());
+      }
     }
     row += p.N;
   }

@@ -73,8 +73,9 @@ std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const
   NV_CHECK_EQ(names.size(), expected.size());
   NV_CHECK(rows.empty() || rows.size() == names.size(), "load_column_parallel_int4: ", rows.size(),
            " row ranges for ", names.size(), " tensors");
+  // Parts of one fused weight share one layout: Q4_K q / k with a Q6_K v go the dense way.
   for (const std::string& n : names)
-    if (!ws.has_int4(n)) return std::nullopt;
+    if (!ws.has_int4(n) || ws.int4_bits(n) != ws.int4_bits(names[0])) return std::nullopt;
   std::vector<Int4Groups> parts;
   for (size_t i = 0; i < names.size(); ++i) {
     Int4Groups w = ws.take_int4(names[i], expected[i]);
@@ -87,6 +88,22 @@ std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const
     parts.push_back(std::move(w));
   }
   return int4_concat_rows(parts, names);
+}
+
+std::optional<Int4Groups> load_vocab_parallel_int4(const WeightStore& ws, const std::string& name,
+                                                   const Shape& expected, int64_t begin, int64_t rows) {
+  if (!ws.has_int4(name)) return std::nullopt;
+  Int4Groups w = ws.take_int4(name, expected);
+  NV_CHECK(begin >= 0 && rows >= 0 && begin <= w.N, "tensor '", name, "' [", w.N, ", ", w.K, "] has no rows from ", begin);
+  const int64_t real = std::min(rows, w.N - begin);
+  if (begin == 0 && real == w.N && rows == w.N) return w;
+  Int4Groups part = int4_rows(w, begin, real);
+  if (real == rows) return part;
+  // Rows past the vocabulary: all-zero scales and factors (a zero weight in every layout).
+  Int4Groups pad = int4_rows(w, 0, rows - real);
+  for (Tensor* t : {&pad.scales, &pad.mins, &pad.d, &pad.dmin, &pad.sub_scale, &pad.sub_min})
+    if (t->defined()) std::memset(t->raw(), 0, t->nbytes());
+  return int4_concat_rows({part, pad}, {name, name});
 }
 
 std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,

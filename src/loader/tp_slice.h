@@ -46,6 +46,9 @@ Tensor load_replicated(const WeightStore& ws, const std::string& name, const Sha
 std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const std::vector<std::string>& names,
                                                     const std::vector<Shape>& expected,
                                                     const std::vector<RowRange>& rows);
+// Rows [begin, begin + rows) of a [V, H] table (the LM head), rows past V zero.
+std::optional<Int4Groups> load_vocab_parallel_int4(const WeightStore& ws, const std::string& name,
+                                                   const Shape& expected, int64_t begin, int64_t rows);
 std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,
                                                  const Shape& expected, const TpInfo& tp);
 

@@ -129,6 +129,11 @@ bool WeightStore::has_int4(const std::string& name) const {
   return (int4_ && int4_->has(name)) || (gguf_ && gguf_->has_int4(name));
 }
 
+int WeightStore::int4_bits(const std::string& name) const {
+  if (int4_ && int4_->has(name)) return 4;
+  return gguf_ ? gguf_->int4_bits(name) : 0;
+}
+
 Int4Groups WeightStore::take_int4(const std::string& name, const Shape& expected) const {
   if (gguf_ && gguf_->has_int4(name)) {
     Int4Groups g = gguf_->get_int4(name);

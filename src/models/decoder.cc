@@ -62,6 +62,7 @@ int precision_rank(const QuantScheme& q) {
   switch (q.kind) {
     case QuantKind::None: return 1000;
     case QuantKind::Int8: return q.group > 0 ? 550 : 500;
+    case QuantKind::Int6: return 520;  // Q6_K's own (lossless) form
     case QuantKind::Int4: return (q.zero_points ? 200 : 100) + (q.f32_params || q.k_superblocks ? 50 : 0) - q.group;
   }
   return 0;
@@ -133,7 +134,15 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   // Vocab-parallel embedding / LM head: rank r owns rows [vocab_begin, + vocab_rows), padded.
   const Tensor emb = load_vocab_parallel(ws, n.embed, {V, H}, shard.vocab_begin, shard.vocab_rows);
   embed_ = upload(emb);
-  if (c.tie_word_embeddings) {  // tied: HF ignores a stored lm_head when tying
+  const std::string& head = c.tie_word_embeddings ? n.embed : n.lm_head;
+  if (opt.lm_head_quant.kind == QuantKind::Int6 && ws.int4_bits(head) == 6) {  // Q6_K as stored
+    lm_head_ = be_.prepare_linear_int4(*load_vocab_parallel_int4(ws, head, {V, H}, shard.vocab_begin, shard.vocab_rows));
+    weight_bytes_ += lm_head_.nbytes();
+  } else if (opt.lm_head_quant.kind == QuantKind::Int6) {  // not a Q6_K head after all: int8
+    lm_head_ = upload_linear(c.tie_word_embeddings ? emb : load_vocab_parallel(ws, head, {V, H}, shard.vocab_begin,
+                                                                               shard.vocab_rows),
+                             parse_quant_scheme("int8"));
+  } else if (c.tie_word_embeddings) {  // tied: HF ignores a stored lm_head when tying
     lm_head_ = opt.lm_head_quant.enabled() ? upload_linear(emb, opt.lm_head_quant)
                                            : LinearWeight{embed_, nullptr};
   } else {

@@ -159,10 +159,13 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
 
 @pytest.mark.parametrize("ttype,scheme,layout", [("Q4_0", "int4-g32", "int4-g32"), ("Q4_1", "int4-g32-zp", "int4-g32-zp"),
                                                  ("Q8_0", "int8-g32", "int8-g32"),
-                                                 ("Q4_K", "int4-g32-zp", "int4-g32-zp-k")])
+                                                 ("Q4_K", "int4-g32-zp", "int4-g32-zp-k"),
+                                                 ("Q6_K", "int8", "int6-g16-k")])
 def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
     """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid; Q4_K's codes and two-level scales and
-    mins are repacked as stored (int4-g32-zp-k): every row bit-identical to ggml's dequantization."""
+    mins, and Q6_K's codes, i8 sub-scales and f16 d, are repacked as stored (int4-g32-zp-k,
+    int6-g16-k): every row bit-identical to ggml's dequantization. (`quantization_auto` names the
+    table's scheme, which only a fused weight of mixed types uses.)"""
     g = tmp_path / f"{ttype}.gguf"
     types = gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
     assert sum(t == ttype for t in types.values()) >= 5, types
@@ -173,9 +176,10 @@ def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
     assert r["exact_rows"] == r["rows"] > 0 and r["max_abs_diff"] == 0, r
 
 
-@pytest.mark.parametrize("arch", ["qwen3", "llama", "qwen3_moe"])
-def test_q4_k_runs_as_stored(arch, qwen_small, tmp_path):
-    """A Q4_K file under --quantization auto: its weights are exact (test_repack_is_lossless), so
+@pytest.mark.parametrize("arch,ttype", [("qwen3", "Q4_K"), ("llama", "Q4_K"), ("qwen3_moe", "Q4_K"),
+                                        ("qwen3", "Q6_K")])
+def test_k_quants_run_as_stored(arch, ttype, qwen_small, tmp_path):
+    """A Q4_K / Q6_K file under --quantization auto: its weights are exact (test_repack_is_lossless), so
     what separates its logits from the exact dense model (--quantization none) is the
     activations' int8 rounding: about the distance of a Q8_0 file's, whose weights are exact too.
     (That rounding, ~2% of the logits here, also hides most of a 4-bit re-fit's weight error -
@@ -183,9 +187,9 @@ def test_q4_k_runs_as_stored(arch, qwen_small, tmp_path):
     code order or llama q / k row order could not pass.)"""
     ids = PROMPTS[1][:24]
     model = qwen_small if arch == "qwen3" else make_model(tmp_path / f"{arch}-small", preset="small", arch=arch)
-    g = tmp_path / f"{arch}-Q4_K.gguf"
-    types = gguf_ref.model_to_gguf(model, str(g), "Q4_K")
-    assert types["blk.0.attn_q.weight"] == "Q4_K", types
+    g = tmp_path / f"{arch}-{ttype}.gguf"
+    types = gguf_ref.model_to_gguf(model, str(g), ttype)
+    assert types["blk.0.attn_q.weight"] == ttype, types
     if arch == "qwen3_moe":  # the expert stacks as stored too
         assert types["blk.0.ffn_gate_exps.weight"] == "Q4_K", types
         info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
@@ -196,7 +200,9 @@ def test_q4_k_runs_as_stored(arch, qwen_small, tmp_path):
     exact8, auto8 = (logits(str(g8), ids, tmp_path / f"8-{q}.npy", q) for q in ("none", "auto"))
     e_auto, e_q8 = rel_err(auto, exact), rel_err(auto8, exact8)
     assert e_auto < 1.5 * e_q8, (e_auto, e_q8)
-    if arch == "qwen3":  # TP = 2: column halves of the stored rows, row-parallel halves of the groups
+    # TP = 2: column halves of the stored rows, row-parallel halves of the groups (Q6_K's o_proj
+    # halves cut a superblock: each rank keeps it whole, the other rank's columns as zeros)
+    if arch == "qwen3":
         kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=64, **KW)
         one = [r["token_ids"] for r in greedy(LLM(str(g), **kw), PROMPTS[:2], max_tokens=8)]
         two = [r["token_ids"] for r in greedy(LLM(str(g), tensor_parallel_size=2, **kw), PROMPTS[:2], max_tokens=8)]
@@ -224,7 +230,8 @@ def override_type(monkeypatch, suffix, ttype):
 
 def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypatch):
     """--quantization auto picks a scheme per tensor from its own ggml type: a Q4_K_M file's Q6_K
-    attn_v / ffn_down run as int8 (the fused q/k/v takes its most precise part's scheme), and a
+    ffn_down and tied token_embd (the LM head) run as stored (int6-g16-k), its Q6_K attn_v as
+    int8 (the fused q/k/v with Q4_K q / k takes its most precise part's scheme), and a
     tensor llama-quantize left in F16 (rows that are not whole blocks) stays dense, instead of
     everything taking the majority's int4 scheme. Checked by the logits' distance to the exact
     dequantized model (--quantization none): per-tensor auto must be clearly closer than the
@@ -237,8 +244,9 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert info["quantization_auto"] == "int4-g32-zp"
     n_layers = json.load(open(os.path.join(qwen_small, "config.json")))["num_hidden_layers"]
     # gguf_ref's Q4_K_M recipe: attn_v and ffn_down in Q6_K in every layer, the rest Q4_K
-    assert info["quantization_auto_tensors"] == {"int4-g32-zp-k": 5 * n_layers, "int8": 2 * n_layers}
-    assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int8"
+    assert info["quantization_auto_tensors"] == {"int4-g32-zp-k": 5 * n_layers, "int6-g16-k": 2 * n_layers}
+    assert info["lm_head_auto"] == "int6-g16-k"
+    assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int6-g16-k"
     assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp-k"
 
     # A Q4_0 file whose ffn_down stayed F16: those rows run dense, the rest as int4-g32.

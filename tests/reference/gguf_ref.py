@@ -785,7 +785,7 @@ def gguf_tensor_name(hf):
 
 def tensor_type(gname, shape, ttype):
     """The GGML type a tensor gets: F32 for 1-D tensors; the Q4_K_M-like recipe (attn_v,
-    ffn_down and output in Q6_K, the rest Q4_K); the fallback for rows that are not whole blocks."""
+    ffn_down and output (a tied token_embd: model_to_gguf) in Q6_K, the rest Q4_K); the fallback for rows that are not whole blocks."""
     if len(shape) == 1 or gname.endswith("ffn_gate_inp.weight"):  # llama-quantize keeps routers F32
         return "F32"
     t = ttype
@@ -1021,7 +1021,9 @@ def model_to_gguf(model_dir, out_path, ttype="F16", name=None):
     tensors = list(extra)
     for g in sorted(found, key=order):
         shape, load = found[g]
-        t = tensor_type(g, shape, ttype)
+        # llama-quantize gives a tied token_embd the output's type (Q6_K in a Q4_K_M file).
+        t = tensor_type("output.weight" if tied and g == "token_embd.weight" and ttype == "Q4_K_M" else g,
+                        shape, ttype)
         tensors.append(Tensor(g, shape, t, data(g, t, load)))
     write_gguf(out_path, kv, tensors)
     return {t.name: t.type for t in tensors}

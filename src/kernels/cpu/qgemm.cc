@@ -75,9 +75,10 @@ void gather_columns(const float* x, int64_t M, int64_t Kx, const int32_t* idx, i
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
-  const bool int4 = w.kind == QuantKind::Int4;
-  const bool offset = offset128 && !int4;  // int4 takes signed activations
-  const int g = w.group;
+  // int4 / int6 codes are the unsigned operand: they take signed activations.
+  const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int6;
+  const bool offset = offset128 && !int4;
+  const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : 8;  // see QActs::gsum8
   const int64_t ng = int4 ? Kp / g : 0;
   b.x.resize(size_t(M * Kp));
   b.sx.resize(size_t(M));
@@ -93,7 +94,7 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
         int32_t sum = 0;
         for (int e = 0; e < g; ++e) sum += src[e];
         if (w.zero_points) b.gsumf[size_t(m * ng + gi)] = float(sum);
-        else b.gsum8[size_t(m * ng + gi)] = 8 * sum;
+        else b.gsum8[size_t(m * ng + gi)] = zero * sum;
       }
     }
   }, grain_for_work(K, int64_t(1) << 14));
@@ -129,6 +130,22 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
             for (int e = 0; e < g; ++e)
               d += int32_t(x[gi * g + e]) * int8_t(rg[(e / 4) * 64 + 4 * r + e % 4]);
             acc = std::fma(float(d), f16_to_f32(reinterpret_cast<const uint16_t*>(rg + 16 * g)[r]), acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
+        if (w.kind == QuantKind::Int6) {  // per group of 16: (dot - 32 x sum of x8) x (d x sc)
+          const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+          const uint8_t* sbs = blk + QuantScheme::int6_d_bytes(Kp / 256);
+          const int64_t ng = Kp / 16;
+          float acc = 0.f;
+          for (int64_t gi = 0; gi < ng; ++gi) {
+            const uint8_t* sb = sbs + (gi / 16) * QuantScheme::kInt6SuperblockBytes;
+            int32_t d = 0;
+            for (int e = 0; e < 16; ++e) d += int6_code(sb + 192 * (gi % 16), r, e) * x[gi * 16 + e];
+            d += a.gsum8[m * ng + gi];  // -32 x the group's sum of x8
+            const float sc = f16_to_f32(dt[(gi / 16) * 16 + r]) * float(int8_t(sb[3072 + 16 * (gi % 16) + r]));
+            acc = std::fma(float(d), sc, acc);
           }
           out[m * ldo + n] = acc * a.sx[m];
           continue;

@@ -297,10 +297,71 @@ void int4k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
   }
 }
 
+// int6-g16-k (as qgemm_avx512.cc's int6k_rows). Without VNNI a pmaddubsw pair sum of 6-bit codes
+// is at most 2 * 63 * 127, so two of them fit 16 bits: each pair of vectors is widened apart.
+template <int MB, int HB>
+void int6k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt6SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256, dbytes = QuantScheme::int6_d_bytes(nsb);
+  const __m256i m63 = _mm256_set1_epi8(0x3F), m03 = _mm256_set1_epi8(0x03), m0c = _mm256_set1_epi8(0x0C),
+                m30 = _mm256_set1_epi8(0x30);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t* sb = blk + dbytes + s * SB;
+        __m256 dv[HB];
+        for (int hh = 0; hh < HB; ++hh)
+          dv[hh] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dt + 16 * s + 8 * (h0 + hh))));
+        for (int u = 0; u < 16; ++u) {
+          const int64_t gi = s * 16 + u;
+          const uint8_t* r = sb + 192 * u;
+          const uint8_t* xg = a.x + gi * G;
+          __m256i q[HB][4];
+          for (int hh = 0; hh < HB; ++hh) {
+            const int o = 32 * (h0 + hh);
+            const __m256i p0 = load256(r + o), p1 = load256(r + 64 + o), p2 = load256(r + 128 + o);
+            q[hh][0] = _mm256_and_si256(p0, m63);
+            q[hh][1] = _mm256_and_si256(p1, m63);
+            q[hh][2] = _mm256_and_si256(p2, m63);
+            q[hh][3] = _mm256_or_si256(
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(p0, 6), m03),
+                                _mm256_and_si256(_mm256_srli_epi16(p1, 4), m0c)),
+                _mm256_and_si256(_mm256_srli_epi16(p2, 2), m30));
+          }
+          for (int hh = 0; hh < HB; ++hh) {
+            const __m256 sc = _mm256_mul_ps(dv[hh], _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 3072 + 16 * u + 8 * (h0 + hh))))));
+            for (int m = 0; m < MB; ++m) {
+              const uint8_t* xm = xg + m * Kp;
+              const __m256i z = _mm256_setzero_si256();
+              const __m256i s01 = nib_dot(nib_dot(z, q[hh][0], bcast4(xm)), q[hh][1], bcast4(xm + 4));
+              const __m256i s23 = nib_dot(nib_dot(z, q[hh][2], bcast4(xm + 8)), q[hh][3], bcast4(xm + 12));
+              const __m256i d = widen_add(widen_add(_mm256_set1_epi32(a.gsum8[m * ng + gi]), s01), s23);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+            }
+          }
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
   constexpr int HB = MB == 1 ? 2 : 1;
+  if (w.kind == QuantKind::Int6) return int6k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);

@@ -5,6 +5,7 @@
 //   int8-g32: as int8, minus 128 * group sum and scaled per group of 32 k.
 //   int4: unsigned = weight nibbles, signed = activations (broadcast); per group the integer
 //         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
+//   int6: as int4 with 6-bit codes, groups of 16, minus 32 * group sum.
 // Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
 // bound a bandwidth-bound stream; each weight byte is loaded once per call of up to kQMaxRows
 // activation rows.
@@ -257,8 +258,69 @@ NV_TARGET_VNNI512 void int4k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// int6-g16-k (Q6_K's own form, kernels/quantized.h): per group of 16 k, three lines whose low
+// 6 bits are the codes of k 0-3, 4-7, 8-11 and whose top 2 bits together make the codes of
+// k 12-15 (3 shifts, 1 and, 2 ternary-logic merges). The codes are the unsigned operand of
+// vpdpbusd; the group's dot minus 32 x its activation sum is scaled by d x sc, an exact f32
+// product, in group order: qrows_scalar's sums bit for bit.
+template <int MB>
+NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt6SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256, dbytes = QuantScheme::int6_d_bytes(nsb);
+  const __m512i m63 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C),
+                m30 = _mm512_set1_epi8(0x30);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    // The d table and each superblock's sc lines are not walked by the group lines' prefetch,
+    // which runs kStreamPrefetchBytes ahead: these close the gaps they leave.
+    if constexpr (kPrefetch<MB>)
+      for (int64_t l = 0; l < dbytes / 64; ++l)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + dbytes + s * SB;
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 4; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(sb + 3072 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dt + 16 * s)));
+      for (int u = 0; u < 16; ++u) {
+        const int64_t gi = s * 16 + u;
+        const uint8_t* r = sb + 192 * u;
+        const uint8_t* xg = a.x + gi * G;
+        if constexpr (kPrefetch<MB>)
+          for (int l = 0; l < 3; ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        const __m512i p0 = _mm512_loadu_si512(r), p1 = _mm512_loadu_si512(r + 64), p2 = _mm512_loadu_si512(r + 128);
+        const __m512i q0 = _mm512_and_si512(p0, m63), q1 = _mm512_and_si512(p1, m63), q2 = _mm512_and_si512(p2, m63);
+        // t | (b & c) is ternary-logic function 0xF8.
+        __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(p0, 6), m03);
+        q3 = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p1, 4), m0c, 0xF8);
+        q3 = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p2, 2), m30, 0xF8);
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 3072 + 16 * u)))));
+        for (int m = 0; m < MB; ++m) {
+          // The chain starts at -32 x the group's activation sum: 2 ops per group after the dots.
+          const uint8_t* xm = xg + m * Kp;
+          __m512i d = _mm512_set1_epi32(a.gsum8[m * ng + gi]);  // -32 x the sum (QActs)
+          d = _mm512_dpbusd_epi32(d, q0, bcast4(xm));
+          d = _mm512_dpbusd_epi32(d, q1, bcast4(xm + 4));
+          d = _mm512_dpbusd_epi32(d, q2, bcast4(xm + 8));
+          d = _mm512_dpbusd_epi32(d, q3, bcast4(xm + 12));
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+        }
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
+  if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);

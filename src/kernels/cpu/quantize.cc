@@ -130,6 +130,11 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
   } else if (scheme.kind == QuantKind::Int8) {
     q.Kp = round_up(K, 4);
     q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
+  } else if (scheme.kind == QuantKind::Int6) {
+    NV_CHECK(scheme.group == 16 && scheme.k_superblocks && K % 256 == 0,
+             "int6 needs group 16 in superblocks and K a multiple of 256, got ", scheme.str(), " K = ", K);
+    q.Kp = K;
+    q.block_bytes = QuantScheme::int6_d_bytes(K / 256) + K / 256 * QuantScheme::kInt6SuperblockBytes;
   } else {
     NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
              scheme.group);
@@ -159,7 +164,8 @@ int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
-  NV_CHECK(!scheme.k_superblocks, "quantize_weight: ", scheme.str(), " is made only by a Q4_K repack");
+  NV_CHECK(!scheme.k_superblocks, "quantize_weight: ", scheme.str(), " is made only by a repack of ",
+           scheme.kind == QuantKind::Int6 ? "Q6_K" : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
@@ -200,6 +206,17 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
       const uint8_t* r8 = blk + (k / g) * rec;
       const float sc = f16_to_f32(reinterpret_cast<const uint16_t*>(r8 + 16 * g)[r]);
       out[k] = sc * float(int8_t(r8[int8_offset(r, k % g)]));
+    }
+    return;
+  }
+  if (q.scheme.kind == QuantKind::Int6) {  // d * sc: an exact f32 product
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    const uint8_t* sbs = blk + QuantScheme::int6_d_bytes(q.K / 256);
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* sb = sbs + (k / 256) * QuantScheme::kInt6SuperblockBytes;
+      const int64_t u = (k % 256) / 16;
+      const float sc = f16_to_f32(dt[(k / 256) * 16 + r]) * float(int8_t(sb[3072 + 16 * u + r]));
+      out[k] = sc * float(int6_code(sb + 192 * u, r, int(k % 16)) - 32);
     }
     return;
   }

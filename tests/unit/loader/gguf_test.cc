@@ -328,6 +328,27 @@ TEST(GgufQuants, Q4_KUnpackIsDequantizeRow) {
   }
 }
 
+// Q6_K as the int6 kernels take it: codes and per-16 scales d x sc that dequantize_row equals
+// bit for bit, element k at q[k] (ggml's ql / qh interleave undone).
+TEST(GgufQuants, Q6_KUnpackIsDequantizeRow) {
+  uint32_t x = 777;
+  auto rnd = [&] { return x = x * 1664525u + 1013904223u, x >> 8; };
+  const int n = 512;  // two blocks
+  std::vector<uint8_t> b(2 * 210);
+  for (auto& v : b) v = uint8_t(rnd());
+  for (int k = 0; k < 2; ++k)  // finite f16 d of both signs and many magnitudes
+    put16(b, size_t(210 * k + 208), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+  const std::vector<float> ref = deq(GgmlType::Q6_K, b, n);
+  std::vector<uint8_t> q(n), sc(n / 16);
+  std::vector<float> scale(n / 16), d(n / 256);
+  unpack_row_q6_k(b.data(), n, q.data(), scale.data(), d.data(), sc.data());
+  for (int k = 0; k < n; ++k) {
+    ASSERT_LT(q[size_t(k)], 64);
+    EXPECT_EQ(scale[size_t(k / 16)] * float(int(q[size_t(k)]) - 32), ref[size_t(k)]) << k;
+  }
+  for (int g = 0; g < n / 16; ++g) EXPECT_EQ(d[size_t(g / 16)] * float(int8_t(sc[size_t(g)])), scale[size_t(g)]) << g;
+}
+
 TEST(GgufQuants, Q6_KSigned) {
   std::vector<uint8_t> b(210, 0);
   put16(b, 208, f16(0.125f));

@@ -1,0 +1,205 @@
+// ggml's Q6_K onto the int6-g16-k kernels (kernels/cpu/pack_int6.h): every weight
+// bit-identical to scale * (q - 32), the kernels (under each ISA cap ctest runs) against the f64
+// product with the int8 activations, tensor-parallel cuts, and malformed input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/pack_int4.h"
+#include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quant_act.h"
+
+using namespace nanovllm;
+
+namespace {
+
+// Q6_K-shaped groups: codes 0..63, per 16 columns an i8 sub-scale, per 256 an f16 d; every
+// zero 32 and scale = d x sc (the f32 product, as loader/gguf_quants.h unpacks a file).
+Int4Groups random_q6k_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.bits = 6;
+  w.N = N, w.K = K, w.G = K / 16;
+  const int64_t S = K / 256;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.zeros = Tensor::empty({N, w.G}, DType::U8);
+  std::memset(w.zeros.raw(), 32, w.zeros.nbytes());
+  w.d = Tensor::empty({N, S}, DType::F32);
+  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 16);
+  std::uniform_int_distribution<int> code(0, 63), sc(-128, 127);
+  std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
+  for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < w.G; ++g) {
+      const int8_t s = int8_t(sc(rng));
+      w.sub_scale.data<uint8_t>()[n * w.G + g] = uint8_t(s);
+      w.scales.data<float>()[n * w.G + g] = w.d.data<float>()[n * S + g / 16] * float(s);
+    }
+  return w;
+}
+
+float reference(const Int4Groups& w, int64_t n, int64_t k) {
+  return w.scales.data<float>()[n * w.G + w.g_idx.data<int32_t>()[k]] * float(int(w.q.data<uint8_t>()[n * w.K + k]) - 32);
+}
+
+// Rows whose every dequantized weight equals the reference bit for bit.
+int64_t exact_rows(const Int4Groups& w, const QuantizedWeight& q) {
+  int64_t exact = 0;
+  std::vector<float> row(size_t(q.x_features()));
+  for (int64_t n = 0; n < w.N; ++n) {
+    cpu::dequantize_row_inputs(q, n, row.data());
+    bool same = true;
+    for (int64_t k = 0; k < w.K; ++k) same = same && row[size_t(k)] == reference(w, n, k);
+    exact += same;
+  }
+  return exact;
+}
+
+// Columns [begin, begin + count) as loader/int4_slice.h's int4_columns cuts them: the groups
+// keep their indices into the full weight.
+Int4Groups columns(const Int4Groups& w, int64_t begin, int64_t count) {
+  Int4Groups r = w;
+  r.K = count;
+  r.q = Tensor::empty({w.N, count}, DType::U8);
+  r.g_idx = Tensor::empty({count}, DType::I32);
+  for (int64_t n = 0; n < w.N; ++n)
+    std::memcpy(r.q.data<uint8_t>() + n * count, w.q.data<uint8_t>() + n * w.K + begin, size_t(count));
+  std::memcpy(r.g_idx.raw(), w.g_idx.data<int32_t>() + begin, size_t(count) * 4);
+  return r;
+}
+
+}  // namespace
+
+TEST(PackInt6, Q6KIsExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q6k_groups(37, 768, 61);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int6-g16-k");
+  EXPECT_FALSE(q.act_index.defined());
+  // 3 superblocks: a 128-byte d table (96 bytes padded to 64s), then 3 x (3072 code + 256 sc).
+  EXPECT_EQ(q.block_bytes, 128 + 3 * 3328);
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  // Tensor-parallel column slices: cut at a superblock (the int6 layout from the source's second
+  // superblock on, no gather) and inside one, and inside a group (whole source superblocks, the
+  // other rank's columns as zero columns of a gather): every weight exact.
+  const Int4Groups half = columns(w, 256, 512);
+  const QuantizedWeight qh = cpu::pack_int4_groups(half, pool);
+  EXPECT_EQ(qh.scheme.str(), "int6-g16-k");
+  EXPECT_FALSE(qh.act_index.defined());
+  EXPECT_EQ(exact_rows(half, qh), half.N);
+  const Int4Groups cut = columns(w, 128, 384), odd = columns(w, 200, 300);
+  for (const Int4Groups* c : {&cut, &odd}) {
+    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
+    EXPECT_EQ(qc.scheme.str(), "int6-g16-k");
+    ASSERT_TRUE(qc.act_index.defined());
+    EXPECT_EQ(qc.x_features(), c->K);
+    EXPECT_EQ(qc.K, c == &cut ? 512 : 256 * 2);  // source superblocks 0-1 / 0-1
+    EXPECT_EQ(exact_rows(*c, qc), c->N);
+  }
+
+  // The kernels: M rows of activations against the f64 reference (whole and half weights).
+  for (const auto* ww : {&w, &half, &cut, &odd}) {
+    const QuantizedWeight qq = cpu::pack_int4_groups(*ww, pool);
+    for (int64_t M : {1, 2, 3, 4, 5, 8, 11}) {
+      std::mt19937 rng{uint32_t(M)};
+      std::normal_distribution<float> nd;
+      Tensor x = Tensor::empty({M, ww->K}, DType::F32), y = Tensor::empty({M, ww->N}, DType::F32);
+      for (int64_t i = 0; i < M * ww->K; ++i) x.data<float>()[i] = nd(rng);
+      test::poison(y);
+      cpu::quantized_linear(x, qq, nullptr, y, pool);
+      std::vector<double> ref(size_t(M * ww->N));
+      for (int64_t m = 0; m < M; ++m) {
+        const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * ww->K, ww->K);
+        for (int64_t n = 0; n < ww->N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < ww->K; ++k) acc += xq[size_t(k)] * double(reference(*ww, n, k));
+          ref[size_t(m * ww->N + n)] = acc;
+        }
+      }
+      EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M << " K=" << ww->K;
+    }
+  }
+}
+
+// Every ISA's kernel sums in one order: per group of 16, the integer dot minus 32 x the group's
+// activation sum, times d x sc, fused into one f32 accumulator in group order, times the row's
+// activation scale. Recomputed here in that order, the outputs must be the same bits (under each
+// ISA cap ctest runs), for M rows at once as for one.
+TEST(PackInt6, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q6k_groups(21, 512, 62);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  const int64_t M = 9, K = w.K, S = K / 256;
+  std::mt19937 rng{7};
+  std::normal_distribution<float> nd;
+  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
+  cpu::quantized_linear(x, q, nullptr, y, pool);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<uint8_t> x8(static_cast<size_t>(K));
+    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
+    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
+    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
+    cpu::quantized_linear(x1, q, nullptr, y1, pool);
+    for (int64_t n = 0; n < w.N; ++n) {
+      float acc = 0.f;
+      for (int64_t g = 0; g < K / 16; ++g) {
+        int32_t dot = 0, sum = 0;
+        for (int64_t k = 16 * g; k < 16 * g + 16; ++k) {
+          const int32_t xv = int8_t(x8[size_t(k)]);
+          dot += xv * w.q.data<uint8_t>()[n * K + k];
+          sum += xv;
+        }
+        const float sc = w.d.data<float>()[n * S + g / 16] * float(int8_t(w.sub_scale.data<uint8_t>()[n * w.G + g]));
+        acc = std::fma(float(dot - 32 * sum), sc, acc);
+      }
+      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
+      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+    }
+  }
+}
+
+TEST(PackInt6, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q6k_groups(16, 256, 63);
+  Int4Groups code = w;
+  code.q = Tensor::empty({w.N, w.K}, DType::U8);
+  std::memcpy(code.q.raw(), w.q.raw(), w.q.nbytes());
+  code.q.data<uint8_t>()[9] = 64;
+  EXPECT_THROW(cpu::pack_int4_groups(code, pool), Error);
+  Int4Groups factor = w;  // a sub-scale that does not give its scale
+  factor.sub_scale = Tensor::empty({w.N, w.G}, DType::U8);
+  std::memcpy(factor.sub_scale.raw(), w.sub_scale.raw(), w.sub_scale.nbytes());
+  factor.sub_scale.data<uint8_t>()[3] ^= 1;
+  EXPECT_THROW(cpu::pack_int4_groups(factor, pool), Error);
+  Int4Groups zero = w;
+  zero.zeros = Tensor::empty({w.N, w.G}, DType::U8);
+  std::memset(zero.zeros.raw(), 32, zero.zeros.nbytes());
+  zero.zeros.data<uint8_t>()[0] = 31;
+  EXPECT_THROW(cpu::pack_int4_groups(zero, pool), Error);
+  Int4Groups shape = w;
+  shape.d = Tensor::empty({w.N, 2}, DType::F32);
+  EXPECT_THROW(cpu::pack_int4_groups(shape, pool), Error);
+  Int4Groups nod = w;
+  nod.d = Tensor();
+  EXPECT_THROW(cpu::pack_int4_groups(nod, pool), Error);
+  // A NaN d (a corrupt file under --allow-nonfinite-weights) is the weight's value, not an error.
+  Int4Groups nan = w;
+  nan.d = Tensor::empty({w.N, 1}, DType::F32);
+  std::memcpy(nan.d.raw(), w.d.raw(), w.d.nbytes());
+  nan.scales = Tensor::empty({w.N, w.G}, DType::F32);
+  std::memcpy(nan.scales.raw(), w.scales.raw(), w.scales.nbytes());
+  nan.d.data<float>()[2] = NAN;
+  for (int64_t g = 0; g < w.G; ++g) nan.scales.data<float>()[2 * w.G + g] = NAN;
+  EXPECT_NO_THROW(cpu::pack_int4_groups(nan, pool));
+  // quantize_weight cannot make it: it is Q6_K's form, not a fit.
+  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int6-g16-k"), pool),
+               Error);
+}

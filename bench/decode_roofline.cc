@@ -96,13 +96,14 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
           group.clear();
           for (const auto& other : fused) group.push_back(name.substr(0, at + 1) + other + name.substr(at + 1 + part.size()));
         }
-    // A GGUF's Q4_K / Q6_K weights (every part of a fused one of the same type) run as stored:
-    // int4-g32-zp-k / int6-g16-k (one process: no tensor-parallel cut).
+    // A GGUF's Q4_K / Q5_K / Q6_K weights (every part of a fused one of the same type) run as
+    // stored: int4-g32-zp-k / int5-g32-zp-k / int6-g16-k (one process: no tensor-parallel cut).
     bool stored = opt.checkpoint_int4 && ws.gguf() != nullptr;
     for (const auto& part : group) stored = stored && ws.has_int4(part) && ws.int4_bits(part) == ws.int4_bits(name);
     QuantScheme as_stored = parse_quant_scheme("int4-g32-zp");
     as_stored.k_superblocks = true;
     if (stored && ws.int4_bits(name) == 6) as_stored = parse_quant_scheme("int6-g16-k");
+    if (stored && ws.int4_bits(name) == 5) as_stored = parse_quant_scheme("int5-g32-zp-k");
     const QuantScheme q = name == head ? opt.lm_head_quant : stored ? as_stored : opt.scheme_for(group);
     const bool quantized = q.enabled() && t.ndim() == 2 &&
                            (name == head || (name.rfind("model.layers.", 0) == 0 &&

@@ -7,7 +7,7 @@
 // (the L3 of a shared VM is not ours to count on).
 // --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
 // loaded machine's descheduling does not count (it still shares caches and the memory bus).
-// int4-g32-zp-k and int6-g16-k (the forms a GGUF's Q4_K and Q6_K keep) come from random codes and
+// int4-g32-zp-k, int5-g32-zp-k and int6-g16-k (the forms a GGUF's Q4_K, Q5_K and Q6_K keep) come from random codes and
 // factors through prepare_linear_int4, as the loader hands them over.
 // Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--json]
 #include <algorithm>
@@ -29,7 +29,8 @@ using namespace nanovllm;
 using clk = std::chrono::steady_clock;
 
 namespace {
-// Random Q4_K-shaped (bits 4: codes 0..15, per 32 columns scale d x sc and min -(dmin x m)) or
+// Random Q4_K- / Q5_K-shaped (bits 4 / 5: codes 0..15 / 0..31, per 32 columns scale d x sc and
+// min -(dmin x m)) or
 // Q6_K-shaped (bits 6: codes 0..63, zero 32, per 16 columns scale d x sc, sc signed) groups with
 // d / dmin per 256 columns (kernels/int4_groups.h), sized like a 0.02-scale weight.
 Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
@@ -45,7 +46,7 @@ Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
   w.d = Tensor::empty({N, S}, DType::F32);
   w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(byte(rng) & (bits == 6 ? 63 : 15));
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(byte(rng) & ((1 << bits) - 1));
   for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(bits == 6 ? 6e-5f : 2e-4f));
   if (bits == 6) {
     w.zeros = Tensor::empty({N, w.G}, DType::U8);
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
   // superblocks (f32 scale and min; here fitted from floats like int4-g32-zp, so only its bytes
   // and kernel differ).
   std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
-                                      "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int6-g16-k"};
+                                      "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k",
+                                      "int6-g16-k"};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -124,8 +126,9 @@ int main(int argc, char** argv) {
     for (const auto& f : formats) {
       std::vector<LinearWeight> copies;
       for (int c = 0; c < kCopies; ++c) {
-        if (f == "int4-g32-zp-k" || f == "int6-g16-k") {
-          copies.push_back(be->prepare_linear_int4(k_quant_groups(shapes[s].N, shapes[s].K, f == "int6-g16-k" ? 6 : 4, rng)));
+        if (f == "int4-g32-zp-k" || f == "int5-g32-zp-k" || f == "int6-g16-k") {
+          const int bits = f == "int6-g16-k" ? 6 : f == "int5-g32-zp-k" ? 5 : 4;
+          copies.push_back(be->prepare_linear_int4(k_quant_groups(shapes[s].N, shapes[s].K, bits, rng)));
           continue;
         }
         Tensor host = Tensor::empty({shapes[s].N, shapes[s].K}, DType::BF16);

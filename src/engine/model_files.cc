@@ -110,8 +110,9 @@ QuantScheme gguf_lm_head_quantization(const std::string& model) {
   if (!is_gguf_model(model)) return {};
   auto ck = GgufCheckpoint::open(model);
   const std::string head = ck->tensors().count("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
-  if (ck->int4_bits(head) != 6) return {};
-  return parse_quant_scheme("int6-g16-k");
+  if (ck->int4_bits(head) == 6) return parse_quant_scheme("int6-g16-k");
+  if (ck->int4_bits(head) == 5) return parse_quant_scheme("int5-g32-zp-k");
+  return {};
 }
 
 std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model) {

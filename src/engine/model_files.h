@@ -29,14 +29,14 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 //   F32, F16, BF16                             -> none
 // The majority's scheme: reported as the model's quantization; it sets the LM head's default
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K
-// and Q6_K linears run as stored instead (int4-g32-zp-k, int6-g16-k: ModelLoadOptions::
+// Q5_K and Q6_K linears run as stored instead (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k: ModelLoadOptions::
 // checkpoint_int4); the table's schemes serve a fused weight whose parts differ in type (a
 // Q4_K q / k with a Q6_K v: the most precise part's scheme).
 QuantScheme gguf_default_quantization(const std::string& model);
 
-// --lm-head-quantization auto for `model` on the CPU: int6-g16-k when the GGUF's LM head
-// (output.weight, else the tied token_embd.weight) is Q6_K, as llama-quantize writes it for
-// Q4_0 / Q4_K_M / Q5_K_M files; none (no opinion) otherwise.
+// --lm-head-quantization auto for `model` on the CPU: int6-g16-k (int5-g32-zp-k) when the GGUF's
+// LM head (output.weight, else the tied token_embd.weight) is Q6_K (Q5_K), as llama-quantize
+// writes it for Q4_0 / Q4_K_M / Q5_K_M files; none (no opinion) otherwise.
 QuantScheme gguf_lm_head_quantization(const std::string& model);
 
 // --quantization auto, per linear weight (HF names, as the GGUF loader serves them): the scheme

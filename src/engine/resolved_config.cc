@@ -41,7 +41,7 @@ ResolvedConfig resolve(const Config& config) {
                                       ? gguf_lm_head_quantization(c.model) : QuantScheme{};
   if (c.lm_head_quantization != "auto")
     r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
-  else if (stored_head.enabled())  // a GGUF's Q6_K head (llama-quantize's default) as stored
+  else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
     r.lm_head_quantization = stored_head;
   else if (r.quantization.kind == QuantKind::Int4)
     r.lm_head_quantization = parse_quant_scheme("int8");

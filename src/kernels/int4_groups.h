@@ -35,6 +35,7 @@ struct Int4Groups {
   //   scale[n, g] = d[n, g / 16] * sub_scale[n, g]
   // with d F32 [N, G / 16] (f16 values) and sub_scale U8 [N, G] holding a signed 8-bit integer
   // (two's complement); no dmin, sub_min. The CPU keeps it as int6-g16-k (kernels/quantized.h).
+  // 5 (ggml's Q5_K): as Q4_K (mins and both factors) with codes 0..31: int5-g32-zp-k.
   int bits = 4;
   int superblock_groups() const { return bits == 6 ? 16 : 8; }
   Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)

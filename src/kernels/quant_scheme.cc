@@ -12,6 +12,7 @@ std::string QuantScheme::str() const {
     case QuantKind::Int4:
       return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "") +
              (k_superblocks ? "-k" : "");
+    case QuantKind::Int5: return "int5-g32-zp-k";
     case QuantKind::Int6: return "int6-g16-k";
   }
   return "?";
@@ -22,6 +23,12 @@ QuantScheme parse_quant_scheme(const std::string& s) {
   if (s.empty() || s == "none") return q;
   if (s == "int8") {
     q.kind = QuantKind::Int8;
+    return q;
+  }
+  if (s == "int5-g32-zp-k") {  // ggml's Q5_K as stored (a GGUF's; quantize_weight refuses it)
+    q.kind = QuantKind::Int5;
+    q.group = 32;
+    q.zero_points = q.k_superblocks = true;
     return q;
   }
   if (s == "int6-g16-k") {  // ggml's Q6_K as stored (a GGUF's; quantize_weight refuses it)

@@ -14,6 +14,8 @@
 //     `k_superblocks`: those factors as stored, scale = d[s] * sc[g], min = -(dmin[s] * m[g])
 //       for superblock s of 8 groups (256 k): 4.625 bits per weight, as exact as the file;
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
+// - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
+//   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
 // - int6-g16-k (made only by a repack of ggml's Q6_K, kernels/cpu/pack_int4.h): per group of 16
 //   consecutive k, w = d[s] * sc[g] * (q - 32), q in [0, 63], sc a signed 8-bit integer, d an f16
 //   per superblock s of 16 groups (256 k). d x sc is an exact f32 product: 6.5625 bits per
@@ -38,6 +40,10 @@
 //   of 256, and a block is Kp / 256 superblocks of [8 x 256 bytes of group lines][8 x 16 u8 sc]
 //   [8 x 16 u8 m][16 f16 d][16 f16 dmin], 2368 bytes = 37 lines). Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
+// - int5-g32-zp-k: Kp = K, a multiple of 256; a block is Kp / 256 superblocks of [8 group records
+//   of 320 bytes: 4 lines of nibbles as int4's, then a line whose byte 4r + j holds in bit v the
+//   fifth bit of the code of k = 4v + j][8 x 16 u8 sc][8 x 16 u8 m][16 f16 d][16 f16 dmin]
+//   (2880 bytes = 45 lines; int5_code below).
 // - int6-g16-k: Kp = K, a multiple of 256. A block is [the 16 rows' f16 d of each superblock,
 //   Kp / 256 x 32 bytes, zero-padded to a multiple of 64] then Kp / 256 superblocks of
 //   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
@@ -56,7 +62,7 @@
 
 namespace nanovllm {
 
-enum class QuantKind : uint8_t { None, Int8, Int4, Int6 };
+enum class QuantKind : uint8_t { None, Int8, Int4, Int5, Int6 };
 
 struct QuantScheme {
   QuantKind kind = QuantKind::None;
@@ -66,6 +72,7 @@ struct QuantScheme {
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
                                // int6 always (Q6_K's)
   static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
+  static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
   // int6-g16-k: the d table at the start of a block of `superblocks` superblocks.
   static constexpr int64_t int6_d_bytes(int64_t superblocks) { return (superblocks * 32 + 63) / 64 * 64; }
@@ -94,6 +101,7 @@ struct QuantizedWeight {
   int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
+    if (scheme.kind == QuantKind::Int5) return 320;  // 4 nibble lines + 1 bit line
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
@@ -105,6 +113,13 @@ struct QuantizedWeight {
            (row_sums.defined() ? row_sums.nbytes() : 0) + (act_index.defined() ? act_index.nbytes() : 0);
   }
 };
+
+// int5-g32-zp-k: the code (0..31) of element e (0..31) of row r in a group's record.
+inline int int5_code(const uint8_t* record, int64_t r, int e) {
+  const int64_t j = 4 * r + e % 4;
+  const int nib = (record[64 * (e / 8) + j] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
+  return nib | (((record[256 + j] >> (e / 4)) & 1) << 4);
+}
 
 // int6-g16-k: the code (0..63) of element e (0..15) of row r in a group's lines P0 P1 P2.
 inline int int6_code(const uint8_t* group_lines, int64_t r, int e) {

@@ -180,17 +180,19 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   auto it = refs_.find(hf_name);
   if (it == refs_.end()) return false;
   const Ref& r = it->second;
-  return (r.t->type == uint32_t(GgmlType::Q4_K) || r.t->type == uint32_t(GgmlType::Q6_K)) &&
+  const uint32_t ty = r.t->type;
+  return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K)) &&
          r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
 }
 
 int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   if (!has_int4(hf_name)) return 0;
-  return refs_.at(hf_name).t->type == uint32_t(GgmlType::Q6_K) ? 6 : 4;
+  const uint32_t ty = refs_.at(hf_name).t->type;
+  return ty == uint32_t(GgmlType::Q6_K) ? 6 : ty == uint32_t(GgmlType::Q5_K) ? 5 : 4;
 }
 
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
-  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K or Q6_K linear weight");
+  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K, Q5_K or Q6_K linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
@@ -229,13 +231,15 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   g.dmin = Tensor::empty({g.N, S}, DType::F32);
   g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
   g.sub_min = Tensor::empty({g.N, g.G}, DType::U8);
-  const size_t row_bytes = size_t(S) * 144;
+  const bool q5 = t.type == uint32_t(GgmlType::Q5_K);  // Q4_K's parameters with a fifth code bit
+  if (q5) g.bits = 5;
+  const size_t row_bytes = size_t(S) * (q5 ? 176 : 144);
   const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;  // an expert's slice of the stack
   for (int64_t hr = 0; hr < g.N; ++hr)
-    unpack_row_q4_k(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
-                    g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
-                    g.dmin.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G,
-                    g.sub_min.data<uint8_t>() + hr * g.G);
+    (q5 ? unpack_row_q5_k : unpack_row_q4_k)(
+        t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
+        g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
+        g.dmin.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G, g.sub_min.data<uint8_t>() + hr * g.G);
   return g;
 }
 

@@ -227,6 +227,30 @@ void deq_q6_k(const uint8_t* b, float* y) {  // 210 bytes: ql[128], qh[64], scal
 
 }  // namespace
 
+void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d_out,
+                     float* dmin_out, uint8_t* sc_out, uint8_t* m_out) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_q5_k: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 176) {  // as deq_q5_k, element e at q[e]
+    const float d = h2f(src), dmin = h2f(src + 2);
+    d_out[b] = d, dmin_out[b] = dmin;
+    const uint8_t* sc = src + 4;
+    const uint8_t* qh = src + 16;
+    const uint8_t* ql = src + 48;
+    for (int p = 0; p < 4; ++p, ql += 32, q += 64) {  // sub-blocks 2p (low nibbles) and 2p + 1 (high)
+      float d1, m1, d2, m2;
+      k4_pair(sc, 2 * p, d, dmin, &d1, &m1, &d2, &m2);
+      scale[0] = d1, min[0] = -m1, scale[1] = d2, min[1] = -m2;
+      scale += 2, min += 2;
+      for (int i = 0; i < 2; ++i) scale_min_k4(2 * p + i, sc, sc_out++, m_out++);
+      const int u1 = 1 << (2 * p), u2 = 2 << (2 * p);
+      for (int l = 0; l < 32; ++l) {
+        q[l] = uint8_t((ql[l] & 0xF) | ((qh[l] & u1) ? 16 : 0));
+        q[32 + l] = uint8_t((ql[l] >> 4) | ((qh[l] & u2) ? 16 : 0));
+      }
+    }
+  }
+}
+
 void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d_out, uint8_t* sc_out) {
   NV_CHECK(n % QK_K == 0, "unpack_row_q6_k: ", n, " elements are not whole 256-blocks");
   for (int64_t b = 0; b < n / QK_K; ++b, src += 210) {  // as deq_q6_k, element e at q[e]

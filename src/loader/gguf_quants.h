@@ -52,6 +52,10 @@ void dequantize_row(GgmlType type, const uint8_t* src, float* out, int64_t n);
 // sc[n / 32], m[n / 32] (6-bit), scale = d x sc, min = -(dmin x m).
 void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
                      float* dmin, uint8_t* sc, uint8_t* m);
+// One Q5_K row likewise, with 5-bit codes (0..31): dequantize_row gives exactly
+// scale[k / 32] * q[k] + min[k / 32].
+void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
+                     float* dmin, uint8_t* sc, uint8_t* m);
 // One Q6_K row of n elements (n % 256 == 0) as 6-bit codes q[n] (0..63) and per-16 scales
 // scale[n / 16] = d x sc (an exact f32 product), so that dequantize_row gives exactly
 // scale[k / 16] * (q[k] - 32); and the factors d[n / 256] (f16 values), sc[n / 16] (i8 bits).

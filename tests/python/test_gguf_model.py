@@ -160,11 +160,11 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
 @pytest.mark.parametrize("ttype,scheme,layout", [("Q4_0", "int4-g32", "int4-g32"), ("Q4_1", "int4-g32-zp", "int4-g32-zp"),
                                                  ("Q8_0", "int8-g32", "int8-g32"),
                                                  ("Q4_K", "int4-g32-zp", "int4-g32-zp-k"),
-                                                 ("Q6_K", "int8", "int6-g16-k")])
+                                                 ("Q5_K", "int8", "int5-g32-zp-k"), ("Q6_K", "int8", "int6-g16-k")])
 def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
     """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid; Q4_K's codes and two-level scales and
-    mins, and Q6_K's codes, i8 sub-scales and f16 d, are repacked as stored (int4-g32-zp-k,
-    int6-g16-k): every row bit-identical to ggml's dequantization. (`quantization_auto` names the
+    mins (Q5_K's likewise with 5-bit codes), and Q6_K's codes, i8 sub-scales and f16 d, are
+    repacked as stored (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k): every row bit-identical to ggml's dequantization. (`quantization_auto` names the
     table's scheme, which only a fused weight of mixed types uses.)"""
     g = tmp_path / f"{ttype}.gguf"
     types = gguf_ref.model_to_gguf(qwen_small, str(g), ttype)
@@ -177,9 +177,9 @@ def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
 
 
 @pytest.mark.parametrize("arch,ttype", [("qwen3", "Q4_K"), ("llama", "Q4_K"), ("qwen3_moe", "Q4_K"),
-                                        ("qwen3", "Q6_K")])
+                                        ("qwen3", "Q5_K"), ("qwen3", "Q6_K")])
 def test_k_quants_run_as_stored(arch, ttype, qwen_small, tmp_path):
-    """A Q4_K / Q6_K file under --quantization auto: its weights are exact (test_repack_is_lossless), so
+    """A Q4_K / Q5_K / Q6_K file under --quantization auto: its weights are exact (test_repack_is_lossless), so
     what separates its logits from the exact dense model (--quantization none) is the
     activations' int8 rounding: about the distance of a Q8_0 file's, whose weights are exact too.
     (That rounding, ~2% of the logits here, also hides most of a 4-bit re-fit's weight error -
@@ -200,8 +200,9 @@ def test_k_quants_run_as_stored(arch, ttype, qwen_small, tmp_path):
     exact8, auto8 = (logits(str(g8), ids, tmp_path / f"8-{q}.npy", q) for q in ("none", "auto"))
     e_auto, e_q8 = rel_err(auto, exact), rel_err(auto8, exact8)
     assert e_auto < 1.5 * e_q8, (e_auto, e_q8)
-    # TP = 2: column halves of the stored rows, row-parallel halves of the groups (Q6_K's o_proj
-    # halves cut a superblock: each rank keeps it whole, the other rank's columns as zeros)
+    # TP = 2: column halves of the stored rows, row-parallel halves of the groups (Q5_K's and
+    # Q6_K's o_proj halves cut a superblock: each rank keeps it whole, the other rank's columns
+    # as zeros)
     if arch == "qwen3":
         kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=64, **KW)
         one = [r["token_ids"] for r in greedy(LLM(str(g), **kw), PROMPTS[:2], max_tokens=8)]

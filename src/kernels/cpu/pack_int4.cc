@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/cpu/pack_int6.h"
+#include "kernels/cpu/pack_kquants.h"
 #include "util/check.h"
 
 namespace nanovllm::cpu {
@@ -145,6 +145,7 @@ QuantizedWeight pack_superblocks(const Int4Groups& w, const ColumnPlan& plan, Th
 
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   if (w.bits == 6) return pack_int6_groups(w, pool, alloc);  // Q6_K
+  if (w.bits == 5) return pack_int5_groups(w, pool, alloc);  // Q5_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");
   check_input(w);
   const bool f32 = w.has_mins();  // scale and min in f32: the f32_params layout (group 32 only)

@@ -16,7 +16,7 @@
 // - With mins (ggml's Q4_K: w = scale * q + min, scale and min f32 with up to 17 significant
 //   bits): int4-g32-zp-f32, same codes, the f32 scale and min stored as they are: every weight
 //   dequantizes bit-identically (scale * q is exact, + min rounds once, as in ggml).
-// - 6-bit codes (ggml's Q6_K): kernels/cpu/pack_int6.h.
+// - 5- and 6-bit codes (ggml's Q5_K, Q6_K): kernels/cpu/pack_kquants.h.
 #pragma once
 #include "kernels/cpu/quantize.h"
 #include "kernels/int4_groups.h"

@@ -76,7 +76,7 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
   // int4 / int6 codes are the unsigned operand: they take signed activations.
-  const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int6;
+  const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6;
   const bool offset = offset128 && !int4;
   const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : 8;  // see QActs::gsum8
   const int64_t ng = int4 ? Kp / g : 0;
@@ -130,6 +130,22 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
             for (int e = 0; e < g; ++e)
               d += int32_t(x[gi * g + e]) * int8_t(rg[(e / 4) * 64 + 4 * r + e % 4]);
             acc = std::fma(float(d), f16_to_f32(reinterpret_cast<const uint16_t*>(rg + 16 * g)[r]), acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
+        if (w.kind == QuantKind::Int5) {  // as int4-g32-zp-k with 5-bit codes
+          const int64_t ng = Kp / 32;
+          float acc = 0.f;
+          for (int64_t gi = 0; gi < ng; ++gi) {
+            const uint8_t* sb = blk + (gi / 8) * QuantScheme::kInt5SuperblockBytes;
+            int32_t d = 0;
+            for (int e = 0; e < 32; ++e) d += int5_code(sb + 320 * (gi % 8), r, e) * x[gi * 32 + e];
+            const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 2816);
+            const float sc = f16_to_f32(dd[r]) * float(sb[2560 + 16 * (gi % 8) + r]);
+            const float mn = f16_to_f32(dd[16 + r]) * float(sb[2688 + 16 * (gi % 8) + r]);
+            acc = std::fma(float(d), sc, acc);
+            acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
           }
           out[m * ldo + n] = acc * a.sx[m];
           continue;
@@ -232,9 +248,13 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   float* op = out.data<float>();
   // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
   // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).
+  // int5 / int6 unpack their codes once per block for all rows (qtile_avx512_vnni) past one chunk.
+  const bool unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows &&
+                           (w.scheme.kind == QuantKind::Int5 || w.scheme.kind == QuantKind::Int6);
   pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {
     for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
       const int64_t te = std::min(bb1, tb + kTileBlocks);
+      if (unpack_once && qtile_avx512_vnni(wv, acts, M, tb, te, op, N)) continue;
       for (int64_t m0 = 0; m0 < M; m0 += kQMaxRows) {
         QActs a = acts;
         a.x += m0 * acts.Kp;

@@ -13,7 +13,9 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/qgemm_kernels.h"
 #include "kernels/cpu/simd.h"
@@ -258,18 +260,110 @@ NV_TARGET_VNNI512 void int4k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// int5-g32-zp-k (Q5_K's own form, kernels/quantized.h): int4k_rows's parameters, and codes of 5
+// bits: each 4-k vector's nibbles (low: and; high: shift, and) get their fifth bit from the
+// group's bit line, moved to bit 4 (a 16-bit shift by 4 - v, which never crosses a byte there)
+// and merged by ternary logic. One accumulator per row takes the group's 8 vectors; the sums are
+// qrows_scalar's, bit for bit.
+template <int MB>
+constexpr int kChains5 = MB == 1 ? 2 : 1;
+
+template <int v>
+NV_TARGET_VNNI512 inline __m512i bit4_of(__m512i h) {  // bit v of each byte of h, at bit 4
+  if constexpr (v < 4) return _mm512_slli_epi16(h, 4 - v);
+  else if constexpr (v > 4) return _mm512_srli_epi16(h, v - 4);
+  else return h;
+}
+
+// Line t of a group record: the codes of vectors 2t (low nibbles) and 2t + 1 (high), fifth bits
+// from h. t | (b & c) is ternary-logic function 0xF8.
+template <int t>
+NV_TARGET_VNNI512 inline void int5_line(const uint8_t* r, __m512i h, __m512i lo4, __m512i b4, __m512i* q) {
+  const __m512i v = _mm512_loadu_si512(r + 64 * t);
+  q[2 * t] = _mm512_ternarylogic_epi32(_mm512_and_si512(v, lo4), bit4_of<2 * t>(h), b4, 0xF8);
+  q[2 * t + 1] =
+      _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), lo4), bit4_of<2 * t + 1>(h), b4, 0xF8);
+}
+
+template <int MB>
+NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 32, SB = QuantScheme::kInt5SuperblockBytes;
+  constexpr int C = kChains5<MB>;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256;
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + s * SB;
+      // The records' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
+      // factors' length past the records) close the gap it leaves at each superblock.
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 5; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(sb + 2560 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2816)));
+      const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2848)));
+      for (int j = 0; j < 8; ++j) {
+        const int64_t gi = s * 8 + j;
+        const uint8_t* r = sb + 320 * j;
+        const uint8_t* xg = a.x + gi * G;
+        if constexpr (kPrefetch<MB>)
+          for (int l = 0; l < 5; ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        const __m512i h = _mm512_loadu_si512(r + 256);
+        __m512i q[8];
+        int5_line<0>(r, h, lo4, b4, q);
+        int5_line<1>(r, h, lo4, b4, q);
+        int5_line<2>(r, h, lo4, b4, q);
+        int5_line<3>(r, h, lo4, b4, q);
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2560 + 16 * j)))));
+        const __m512 mn = _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2688 + 16 * j)))));
+#pragma GCC unroll 8
+        for (int m = 0; m < MB; ++m) {  // unrolled: facc stays in registers
+          const uint8_t* xm = xg + m * Kp;
+          __m512i acc[C];
+          for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+          for (int v = 0; v < 8; ++v) acc[v % C] = _mm512_dpbusd_epi32(acc[v % C], q[v], bcast4(xm + 4 * v));
+          __m512i d = acc[0];
+          for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[c]);
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+          facc[m] = _mm512_fnmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+        }
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 // int6-g16-k (Q6_K's own form, kernels/quantized.h): per group of 16 k, three lines whose low
 // 6 bits are the codes of k 0-3, 4-7, 8-11 and whose top 2 bits together make the codes of
 // k 12-15 (3 shifts, 1 and, 2 ternary-logic merges). The codes are the unsigned operand of
 // vpdpbusd; the group's dot minus 32 x its activation sum is scaled by d x sc, an exact f32
 // product, in group order: qrows_scalar's sums bit for bit.
+// A group's lines P0 P1 P2 -> its 4 vectors of codes (k 0-3, 4-7, 8-11, 12-15).
+// t | (b & c) is ternary-logic function 0xF8.
+NV_TARGET_VNNI512 inline void int6_group(const uint8_t* r, __m512i* q) {
+  const __m512i m63 = _mm512_set1_epi8(0x3F);
+  const __m512i p0 = _mm512_loadu_si512(r), p1 = _mm512_loadu_si512(r + 64), p2 = _mm512_loadu_si512(r + 128);
+  q[0] = _mm512_and_si512(p0, m63);
+  q[1] = _mm512_and_si512(p1, m63);
+  q[2] = _mm512_and_si512(p2, m63);
+  __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(p0, 6), _mm512_set1_epi8(0x03));
+  q3 = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p1, 4), _mm512_set1_epi8(0x0C), 0xF8);
+  q[3] = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p2, 2), _mm512_set1_epi8(0x30), 0xF8);
+}
+
 template <int MB>
 NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                   float* out, int64_t ldo) {
   constexpr int G = 16, SB = QuantScheme::kInt6SuperblockBytes;
   const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256, dbytes = QuantScheme::int6_d_bytes(nsb);
-  const __m512i m63 = _mm512_set1_epi8(0x3F), m03 = _mm512_set1_epi8(0x03), m0c = _mm512_set1_epi8(0x0C),
-                m30 = _mm512_set1_epi8(0x30);
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
@@ -293,14 +387,12 @@ NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t 
         if constexpr (kPrefetch<MB>)
           for (int l = 0; l < 3; ++l)
             _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
-        const __m512i p0 = _mm512_loadu_si512(r), p1 = _mm512_loadu_si512(r + 64), p2 = _mm512_loadu_si512(r + 128);
-        const __m512i q0 = _mm512_and_si512(p0, m63), q1 = _mm512_and_si512(p1, m63), q2 = _mm512_and_si512(p2, m63);
-        // t | (b & c) is ternary-logic function 0xF8.
-        __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(p0, 6), m03);
-        q3 = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p1, 4), m0c, 0xF8);
-        q3 = _mm512_ternarylogic_epi32(q3, _mm512_srli_epi16(p2, 2), m30, 0xF8);
+        __m512i qv[4];
+        int6_group(r, qv);
+        const __m512i q0 = qv[0], q1 = qv[1], q2 = qv[2], q3 = qv[3];
         const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
                                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 3072 + 16 * u)))));
+#pragma GCC unroll 8
         for (int m = 0; m < MB; ++m) {
           // The chain starts at -32 x the group's activation sum: 2 ops per group after the dots.
           const uint8_t* xm = xg + m * Kp;
@@ -318,9 +410,106 @@ NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// Large M on int5 / int6 (qtile_avx512_vnni): a block's codes unpacked once, one byte each in
+// the int8 vector order (vector i: k 4i .. 4i+3 of the 16 rows), for every chunk of activation
+// rows. The groups' sums are int5k_rows's / int6k_rows's, in the same order.
+NV_TARGET_VNNI512 void unpack_codes(const QWeightView& w, const uint8_t* blk, uint8_t* codes) {
+  const int64_t nsb = w.Kp / 256;
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+  for (int64_t s = 0; s < nsb; ++s) {
+    __m512i q[8];
+    if (w.kind == QuantKind::Int6) {
+      const uint8_t* sb = blk + QuantScheme::int6_d_bytes(nsb) + s * QuantScheme::kInt6SuperblockBytes;
+      for (int u = 0; u < 16; ++u) {
+        int6_group(sb + 192 * u, q);
+        for (int i = 0; i < 4; ++i) _mm512_storeu_si512(codes + (s * 64 + 4 * u + i) * 64, q[i]);
+      }
+    } else {
+      const uint8_t* sb = blk + s * QuantScheme::kInt5SuperblockBytes;
+      for (int j = 0; j < 8; ++j) {
+        const uint8_t* r = sb + 320 * j;
+        const __m512i h = _mm512_loadu_si512(r + 256);
+        int5_line<0>(r, h, lo4, b4, q);
+        int5_line<1>(r, h, lo4, b4, q);
+        int5_line<2>(r, h, lo4, b4, q);
+        int5_line<3>(r, h, lo4, b4, q);
+        for (int i = 0; i < 8; ++i) _mm512_storeu_si512(codes + (s * 64 + 8 * j + i) * 64, q[i]);
+      }
+    }
+  }
+}
+
+template <int MB>
+NV_TARGET_VNNI512 void codes_rows(const QWeightView& w, const uint8_t* blk, const uint8_t* codes, const QActs& a,
+                                  int64_t b, float* out, int64_t ldo) {
+  const int64_t Kp = w.Kp, nsb = Kp / 256;
+  __m512 facc[MB];
+  for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+  if (w.kind == QuantKind::Int6) {
+    const int64_t ng = Kp / 16;
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    const uint8_t* sbs = blk + QuantScheme::int6_d_bytes(nsb);
+    for (int64_t s = 0; s < nsb; ++s) {
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dt + 16 * s)));
+      const uint8_t* scs = sbs + s * QuantScheme::kInt6SuperblockBytes + 3072;
+      for (int u = 0; u < 16; ++u) {
+        const int64_t gi = s * 16 + u;
+        const uint8_t* cv = codes + gi * 256;
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(scs + 16 * u)))));
+        const __m512i q0 = _mm512_loadu_si512(cv), q1 = _mm512_loadu_si512(cv + 64),
+                      q2 = _mm512_loadu_si512(cv + 128), q3 = _mm512_loadu_si512(cv + 192);
+#pragma GCC unroll 8
+        for (int m = 0; m < MB; ++m) {
+          const uint8_t* xm = a.x + m * Kp + gi * 16;
+          __m512i d = _mm512_set1_epi32(a.gsum8[m * ng + gi]);  // -32 x the sum (QActs)
+          d = _mm512_dpbusd_epi32(d, q0, bcast4(xm));
+          d = _mm512_dpbusd_epi32(d, q1, bcast4(xm + 4));
+          d = _mm512_dpbusd_epi32(d, q2, bcast4(xm + 8));
+          d = _mm512_dpbusd_epi32(d, q3, bcast4(xm + 12));
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+        }
+      }
+    }
+  } else {
+    const int64_t ng = Kp / 32;
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + s * QuantScheme::kInt5SuperblockBytes;
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2816)));
+      const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2848)));
+      for (int j = 0; j < 8; ++j) {
+        const int64_t gi = s * 8 + j;
+        const uint8_t* cv = codes + gi * 512;
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2560 + 16 * j)))));
+        const __m512 mn = _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                                                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2688 + 16 * j)))));
+        __m512i q[8];  // in registers for every row
+        for (int v = 0; v < 8; ++v) q[v] = _mm512_loadu_si512(cv + 64 * v);
+#pragma GCC unroll 8
+        for (int m = 0; m < MB; ++m) {
+          const uint8_t* xm = a.x + m * Kp + gi * 32;
+          __m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();  // two chains
+#pragma GCC unroll 4
+          for (int v = 0; v < 8; v += 2) {
+            d0 = _mm512_dpbusd_epi32(d0, q[v], bcast4(xm + 4 * v));
+            d1 = _mm512_dpbusd_epi32(d1, q[v + 1], bcast4(xm + 4 * v + 4));
+          }
+          const __m512i d = _mm512_add_epi32(d0, d1);
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+          facc[m] = _mm512_fnmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MB; ++m)
+    store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int5) return int5k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
@@ -346,6 +535,37 @@ void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, 
     case 7: return rows_m<7>(w, a, b0, b1, out, ldo);
     default: return rows_m<8>(w, a, b0, b1, out, ldo);
   }
+}
+
+bool qtile_avx512_vnni(const QWeightView& w, const QActs& a, int64_t M, int64_t b0, int64_t b1, float* out,
+                       int64_t ldo) {
+  if (w.kind != QuantKind::Int5 && w.kind != QuantKind::Int6) return false;
+  thread_local std::vector<uint8_t> codes;
+  codes.resize(size_t(w.Kp) * 16);
+  const int64_t ng = w.Kp / w.group;
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    unpack_codes(w, blk, codes.data());
+    for (int64_t m0 = 0; m0 < M; m0 += kQMaxRows) {
+      QActs c = a;
+      c.x += m0 * a.Kp;
+      c.sx += m0;
+      if (c.gsum8) c.gsum8 += m0 * ng;
+      if (c.gsumf) c.gsumf += m0 * ng;
+      float* o = out + m0 * ldo;
+      switch (std::min<int64_t>(kQMaxRows, M - m0)) {
+        case 1: codes_rows<1>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 2: codes_rows<2>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 3: codes_rows<3>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 4: codes_rows<4>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 5: codes_rows<5>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 6: codes_rows<6>(w, blk, codes.data(), c, b, o, ldo); break;
+        case 7: codes_rows<7>(w, blk, codes.data(), c, b, o, ldo); break;
+        default: codes_rows<8>(w, blk, codes.data(), c, b, o, ldo); break;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace nanovllm::cpu

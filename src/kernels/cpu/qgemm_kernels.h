@@ -55,5 +55,11 @@ void qrows_avx_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int
                     float* out, int64_t ldo);
 void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
                        float* out, int64_t ldo);
+// All M activation rows of `a` against blocks [b0, b1) of an int5 / int6 weight (false, doing
+// nothing, for other kinds): each block's codes are unpacked once into a thread-local buffer and
+// reused by every chunk of kQMaxRows rows, where qrows_avx512_vnni would unpack them per chunk
+// (for M > kQMaxRows). The same sums, in the same order.
+bool qtile_avx512_vnni(const QWeightView& w, const QActs& a, int64_t M, int64_t b0, int64_t b1, float* out,
+                       int64_t ldo);
 
 }  // namespace nanovllm::cpu

@@ -130,6 +130,12 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
   } else if (scheme.kind == QuantKind::Int8) {
     q.Kp = round_up(K, 4);
     q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
+  } else if (scheme.kind == QuantKind::Int5) {
+    NV_CHECK(scheme.group == 32 && scheme.zero_points && scheme.k_superblocks && K % 256 == 0,
+             "int5 needs group 32 with zero points in superblocks and K a multiple of 256, got ", scheme.str(),
+             " K = ", K);
+    q.Kp = K;
+    q.block_bytes = K / 256 * QuantScheme::kInt5SuperblockBytes;
   } else if (scheme.kind == QuantKind::Int6) {
     NV_CHECK(scheme.group == 16 && scheme.k_superblocks && K % 256 == 0,
              "int6 needs group 16 in superblocks and K a multiple of 256, got ", scheme.str(), " K = ", K);
@@ -165,7 +171,7 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
   NV_CHECK(!scheme.k_superblocks, "quantize_weight: ", scheme.str(), " is made only by a repack of ",
-           scheme.kind == QuantKind::Int6 ? "Q6_K" : "Q4_K");
+           scheme.kind == QuantKind::Int6 ? "Q6_K" : scheme.kind == QuantKind::Int5 ? "Q5_K" : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
@@ -206,6 +212,17 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
       const uint8_t* r8 = blk + (k / g) * rec;
       const float sc = f16_to_f32(reinterpret_cast<const uint16_t*>(r8 + 16 * g)[r]);
       out[k] = sc * float(int8_t(r8[int8_offset(r, k % g)]));
+    }
+    return;
+  }
+  if (q.scheme.kind == QuantKind::Int5) {  // scale = d * sc, min = -(dmin * m): exact f32 products
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* sb = blk + (k / 256) * QuantScheme::kInt5SuperblockBytes;
+      const int64_t j = (k % 256) / 32;
+      const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 2816);
+      const float sc = f16_to_f32(dd[r]) * float(sb[2560 + 16 * j + r]);
+      const float mn = f16_to_f32(dd[16 + r]) * float(sb[2688 + 16 * j + r]);
+      out[k] = sc * float(int5_code(sb + 320 * j, r, int(k % 32))) - mn;
     }
     return;
   }

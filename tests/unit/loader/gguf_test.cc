@@ -328,6 +328,35 @@ TEST(GgufQuants, Q4_KUnpackIsDequantizeRow) {
   }
 }
 
+// Q5_K as the int5 kernels take it: 5-bit codes (qh's bit per element joined), per-32 scale and
+// min, that dequantize_row equals bit for bit, and their factors.
+TEST(GgufQuants, Q5_KUnpackIsDequantizeRow) {
+  uint32_t x = 4242;
+  auto rnd = [&] { return x = x * 1664525u + 1013904223u, x >> 8; };
+  const int n = 512;  // two blocks
+  std::vector<uint8_t> b(2 * 176);
+  for (auto& v : b) v = uint8_t(rnd());
+  for (int k = 0; k < 2; ++k) {  // finite f16 d / dmin of both signs and many magnitudes
+    put16(b, size_t(176 * k), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+    put16(b, size_t(176 * k + 2), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+  }
+  const std::vector<float> ref = deq(GgmlType::Q5_K, b, n);
+  std::vector<uint8_t> q(n), sc(n / 32), m(n / 32);
+  std::vector<float> scale(n / 32), mn(n / 32), d(n / 256), dmin(n / 256);
+  unpack_row_q5_k(b.data(), n, q.data(), scale.data(), mn.data(), d.data(), dmin.data(), sc.data(), m.data());
+  int high = 0;
+  for (int k = 0; k < n; ++k) {
+    ASSERT_LT(q[size_t(k)], 32);
+    high += q[size_t(k)] >= 16;
+    EXPECT_EQ(scale[size_t(k / 32)] * float(q[size_t(k)]) + mn[size_t(k / 32)], ref[size_t(k)]) << k;
+  }
+  EXPECT_GT(high, n / 4);  // the fifth bit is exercised
+  for (int g = 0; g < n / 32; ++g) {
+    EXPECT_EQ(d[size_t(g / 8)] * float(sc[size_t(g)]), scale[size_t(g)]) << g;
+    EXPECT_EQ(-(dmin[size_t(g / 8)] * float(m[size_t(g)])), mn[size_t(g)]) << g;
+  }
+}
+
 // Q6_K as the int6 kernels take it: codes and per-16 scales d x sc that dequantize_row equals
 // bit for bit, element k at q[k] (ggml's ql / qh interleave undone).
 TEST(GgufQuants, Q6_KUnpackIsDequantizeRow) {

@@ -1,6 +1,7 @@
-// ggml's Q6_K onto the int6-g16-k kernels (kernels/cpu/pack_int6.h): every weight
-// bit-identical to scale * (q - 32), the kernels (under each ISA cap ctest runs) against the f64
-// product with the int8 activations, tensor-parallel cuts, and malformed input.
+// ggml's Q6_K and Q5_K onto the int6-g16-k and int5-g32-zp-k kernels (kernels/cpu/pack_kquants.h):
+// every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
+// against the f64 product with the int8 activations and against their one summation order,
+// tensor-parallel cuts, and malformed input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,8 +46,47 @@ Int4Groups random_q6k_groups(int64_t N, int64_t K, uint32_t seed) {
   return w;
 }
 
+// Q5_K-shaped groups: codes 0..31, per 32 columns 6-bit sc and m, per 256 f16 d and dmin;
+// scale = d x sc, min = -(dmin x m) (as loader/gguf_quants.h unpacks a file).
+Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.bits = 5;
+  w.N = N, w.K = K, w.G = K / 32;
+  const int64_t S = K / 256;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.mins = Tensor::empty({N, w.G}, DType::F32);
+  w.d = Tensor::empty({N, S}, DType::F32);
+  w.dmin = Tensor::empty({N, S}, DType::F32);
+  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
+  w.sub_min = Tensor::empty({N, w.G}, DType::U8);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  std::uniform_int_distribution<int> code(0, 31), six(0, 63);
+  std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
+  for (int64_t i = 0; i < N * S; ++i) {
+    w.d.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+    w.dmin.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+  }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < w.G; ++g) {
+      const int64_t i = n * w.G + g;
+      w.sub_scale.data<uint8_t>()[i] = uint8_t(six(rng));
+      w.sub_min.data<uint8_t>()[i] = uint8_t(six(rng));
+      w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[i]);
+      w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[i]));
+    }
+  return w;
+}
+
+// The file's value of weight [n, k]: Q6_K scale x (q - 32), Q5_K scale x q + min (one rounding).
 float reference(const Int4Groups& w, int64_t n, int64_t k) {
-  return w.scales.data<float>()[n * w.G + w.g_idx.data<int32_t>()[k]] * float(int(w.q.data<uint8_t>()[n * w.K + k]) - 32);
+  const int64_t g = n * w.G + w.g_idx.data<int32_t>()[k];
+  const int q = w.q.data<uint8_t>()[n * w.K + k];
+  if (w.bits == 5) return w.scales.data<float>()[g] * float(q) + w.mins.data<float>()[g];
+  return w.scales.data<float>()[g] * float(q - 32);
 }
 
 // Rows whose every dequantized weight equals the reference bit for bit.
@@ -100,7 +140,7 @@ TEST(PackInt6, Q6KIsExact) {
     EXPECT_EQ(qc.scheme.str(), "int6-g16-k");
     ASSERT_TRUE(qc.act_index.defined());
     EXPECT_EQ(qc.x_features(), c->K);
-    EXPECT_EQ(qc.K, c == &cut ? 512 : 256 * 2);  // source superblocks 0-1 / 0-1
+    EXPECT_EQ(qc.K, 512);  // source superblocks 0-1 whole
     EXPECT_EQ(exact_rows(*c, qc), c->N);
   }
 
@@ -201,5 +241,110 @@ TEST(PackInt6, RejectsMalformedInput) {
   EXPECT_NO_THROW(cpu::pack_int4_groups(nan, pool));
   // quantize_weight cannot make it: it is Q6_K's form, not a fit.
   EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int6-g16-k"), pool),
+               Error);
+}
+
+namespace {
+// The kernels against the f64 product of the int8 activations with the file's weights.
+void expect_kernels_match_reference(const Int4Groups& w, ThreadPool& pool) {
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  for (int64_t M : {1, 2, 3, 4, 5, 8, 11}) {
+    std::mt19937 rng{uint32_t(M)};
+    std::normal_distribution<float> nd;
+    Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+    for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
+    test::poison(y);
+    cpu::quantized_linear(x, q, nullptr, y, pool);
+    std::vector<double> ref(size_t(M * w.N));
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * w.K, w.K);
+      for (int64_t n = 0; n < w.N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < w.K; ++k) acc += xq[size_t(k)] * double(reference(w, n, k));
+        ref[size_t(m * w.N + n)] = acc;
+      }
+    }
+    EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M << " K=" << w.K;
+  }
+}
+}  // namespace
+
+TEST(PackInt5, Q5KIsExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q5k_groups(37, 768, 71);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int5-g32-zp-k");
+  EXPECT_FALSE(q.act_index.defined());
+  EXPECT_EQ(q.block_bytes, 3 * 2880);  // per 256 columns: 8 x (256 nibble + 64 bit) bytes + 320 factor bytes
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  const Int4Groups half = columns(w, 256, 512), cut = columns(w, 128, 384), odd = columns(w, 200, 300);
+  EXPECT_FALSE(cpu::pack_int4_groups(half, pool).act_index.defined());
+  for (const Int4Groups* c : {&half, &cut, &odd}) {
+    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
+    EXPECT_EQ(qc.scheme.str(), "int5-g32-zp-k");
+    EXPECT_EQ(qc.x_features(), c->K);
+    EXPECT_EQ(exact_rows(*c, qc), c->N);
+  }
+  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
+}
+
+// As PackInt6.KernelsSumInOneOrder: per group of 32 the integer dot times d x sc, then minus the
+// group's activation sum times dmin x m, each an f32 fma in group order; times the row's scale.
+TEST(PackInt5, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q5k_groups(21, 512, 72);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  const int64_t M = 9, K = w.K, S = K / 256;
+  std::mt19937 rng{8};
+  std::normal_distribution<float> nd;
+  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
+  cpu::quantized_linear(x, q, nullptr, y, pool);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<uint8_t> x8(static_cast<size_t>(K));
+    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
+    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
+    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
+    cpu::quantized_linear(x1, q, nullptr, y1, pool);
+    for (int64_t n = 0; n < w.N; ++n) {
+      float acc = 0.f;
+      for (int64_t g = 0; g < K / 32; ++g) {
+        int32_t dot = 0, sum = 0;
+        for (int64_t k = 32 * g; k < 32 * g + 32; ++k) {
+          const int32_t xv = int8_t(x8[size_t(k)]);
+          dot += xv * w.q.data<uint8_t>()[n * K + k];
+          sum += xv;
+        }
+        const float sc = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
+        const float mn = w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
+        acc = std::fma(float(dot), sc, acc);
+        acc = std::fma(float(sum), -mn, acc);
+      }
+      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
+      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+    }
+  }
+}
+
+TEST(PackInt5, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q5k_groups(16, 256, 73);
+  auto copy = [](const Tensor& t) {
+    Tensor c = Tensor::empty(t.shape(), t.dtype());
+    std::memcpy(c.raw(), t.raw(), t.nbytes());
+    return c;
+  };
+  Int4Groups code = w;
+  code.q = copy(w.q);
+  code.q.data<uint8_t>()[9] = 32;
+  EXPECT_THROW(cpu::pack_int4_groups(code, pool), Error);
+  Int4Groups m = w;
+  m.sub_min = copy(w.sub_min);
+  m.sub_min.data<uint8_t>()[3] ^= 1;
+  EXPECT_THROW(cpu::pack_int4_groups(m, pool), Error);
+  Int4Groups nomins = w;
+  nomins.dmin = Tensor();
+  EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
+  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int5-g32-zp-k"), pool),
                Error);
 }

@@ -1,0 +1,22 @@
+// ggml's K-quant superblocks onto their own CPU layouts, without re-quantizing
+// (kernels/quantized.h; input: kernels/int4_groups.h):
+// - Q6_K (bits 6) -> int6-g16-k: the file's codes, i8 sub-scales and f16 d as they are. Every
+//   weight dequantizes bit-identically (d x sc is an exact f32 product, times an integer in
+//   [-32, 31]: exact again).
+// - Q5_K (bits 5) -> int5-g32-zp-k: Q4_K's scheme (pack_int4.h) with 5-bit codes; scale x q is
+//   exact and + min rounds once, as in ggml.
+// A tensor-parallel column slice cut inside a superblock keeps its source superblocks whole: the
+// slots of the other rank's columns become zero columns of an act_index gather (their bytes are
+// read, their activations are 0), so no weight changes.
+#pragma once
+#include "kernels/cpu/quantize.h"
+#include "kernels/int4_groups.h"
+
+namespace nanovllm::cpu {
+
+// Throw for malformed input: shapes and dtypes, codes past 63 / 31, zeros other than 32, factors
+// that do not give the scales (and mins), a d (dmin) that is not an f16 value.
+QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
+QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
+
+}  // namespace nanovllm::cpu

@@ -28,7 +28,7 @@ namespace {
 using nlohmann::json;
 
 // The engine layout of one weight vs the GGUF values it came from: quantized from them with
-// `scheme`, or (`as_stored`, a Q4_K / Q6_K tensor under auto) its codes and parameters repacked.
+// `scheme`, or (`as_stored`, a Q4_K / Q5_K / Q6_K tensor under auto) its codes and parameters repacked.
 json repack_check(const nanovllm::Tensor& w, const nanovllm::QuantScheme& scheme,
                   const nanovllm::Int4Groups* as_stored, nanovllm::ThreadPool& pool) {
   const int64_t N = w.size(0), K = w.size(1);

@@ -25,7 +25,7 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 //   Q4_1, Q4_K, IQ4_NL, IQ4_XS, Q2_K, Q3_K     -> int4-g32-zp  (Q4_1 lossless; the others re-fit
 //                                                               per 32-group, see docs/gguf.md)
 //   Q8_0                                       -> int8-g32     (a lossless repack: same q, same f16 scale)
-//   Q5_0, Q5_1, Q5_K, Q6_K                     -> int8         (per row)
+//   Q5_0, Q5_1, Q5_K, Q6_K                     -> int8         (per row; Q5_K / Q6_K: see below)
 //   F32, F16, BF16                             -> none
 // The majority's scheme: reported as the model's quantization; it sets the LM head's default
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K

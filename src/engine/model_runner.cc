@@ -36,7 +36,7 @@ ModelLoadOptions ModelRunner::load_options(const ResolvedConfig& c) {
   o.linear_quant = c.quantization;
   o.lm_head_quant = c.lm_head_quantization;
   o.tensor_quant = c.tensor_quantization;
-  // GPTQ / AWQ modules, and a GGUF's Q4_K tensors (tensor_quantization is set exactly for a
+  // GPTQ / AWQ modules, and a GGUF's Q4_K / Q5_K / Q6_K tensors (tensor_quantization is set exactly for a
   // GGUF under auto on the CPU), run on the int4 kernels as stored.
   o.checkpoint_int4 = c.checkpoint_int4 || !c.tensor_quantization.empty();
   return o;

@@ -34,14 +34,21 @@ ResolvedConfig resolve(const Config& config) {
     r.checkpoint_quant = qc->method;
     r.checkpoint_int4 = c.quantization == "auto" && r.device == Device::CPU;
   }
-  // auto: a GGUF head in Q6_K runs as stored (int6-g16-k, on the CPU under auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
+  // auto: a GGUF head in Q6_K / Q5_K runs as stored (int6-g16-k / int5-g32-zp-k, on the CPU under
+  // auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
   const QuantScheme stored_head = c.quantization == "auto" && r.device == Device::CPU
                                       ? gguf_lm_head_quantization(c.model) : QuantScheme{};
-  if (c.lm_head_quantization != "auto")
+  if (c.lm_head_quantization != "auto") {
     r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
-  else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
+    const QuantKind k = r.lm_head_quantization.kind;
+    if (k == QuantKind::Int5 || k == QuantKind::Int6)  // only a file's own head can be held so
+      NV_CHECK(r.device == Device::CPU && gguf_lm_head_quantization(c.model).str() == c.lm_head_quantization,
+               "lm_head_quantization '", c.lm_head_quantization, "' keeps a GGUF's ",
+               k == QuantKind::Int6 ? "Q6_K" : "Q5_K", " LM head as stored, on the CPU; the LM head of '",
+               c.model, "' on ", device_name(r.device), " is not one (use auto, none or a --quantization value)");
+  } else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
     r.lm_head_quantization = stored_head;
   else if (r.quantization.kind == QuantKind::Int4)
     r.lm_head_quantization = parse_quant_scheme("int8");

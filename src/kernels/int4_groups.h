@@ -1,4 +1,4 @@
-// A linear weight in 4-bit (or 6-bit, see `bits`) groups as a GPTQ / AWQ checkpoint stores it, unpacked to one code per
+// A linear weight in 4-bit groups (5- / 6-bit: `bits`) as a GPTQ / AWQ checkpoint stores it, unpacked to one code per
 // byte (host memory): the input of Backend::prepare_linear_int4, which places it on the int4
 // kernels without re-quantizing (kernels/cpu/pack_int4.h). The loader makes it
 // (loader/int4_checkpoint.h); header-only, so the loader needs no kernel library.
@@ -20,16 +20,16 @@ namespace nanovllm {
 struct Int4Groups {
   int64_t N = 0, K = 0;  // logical weight [N, K] (out, in)
   int64_t G = 0;         // groups (columns of scales / zeros)
-  Tensor q;              // U8 [N, K]: codes 0..15
+  Tensor q;              // U8 [N, K]: codes 0..15 (bits 5: 0..31, bits 6: 0..63)
   Tensor scales;         // F32 [N, G]: the checkpoint's scales (f16 values, or bf16 / f32)
-  Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible)
+  Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible; bits 6: 32)
   Tensor mins;           // F32 [N, G] or undefined; when defined, zeros is undefined (see above)
   bool has_mins() const { return mins.defined(); }
-  // Optional, with mins (Q4_K): the factors of each scale and min, per superblock of 8 groups:
+  // Optional, with mins (Q4_K, Q5_K): the factors of each scale and min, per superblock of 8 groups:
   //   scale[n, g] = d[n, g / 8] * sub_scale[n, g],  min[n, g] = -(dmin[n, g / 8] * sub_min[n, g])
   // so the kernels can keep Q4_K's own 4.5-bit form (kernels/quantized.h, k_superblocks).
-  Tensor d, dmin;              // F32 [N, G / 8] (f16 values)
-  Tensor sub_scale, sub_min;   // U8 [N, G] (6-bit)
+  Tensor d, dmin;              // F32 [N, G / superblock_groups()] (f16 values; bits 6: no dmin)
+  Tensor sub_scale, sub_min;   // U8 [N, G] (6-bit; bits 6: sc as i8 bits, no sub_min)
   bool has_superblocks() const { return d.defined(); }
   // 6 (ggml's Q6_K, groups of 16 in superblocks of 16 groups): codes 0..63, every zero 32,
   //   scale[n, g] = d[n, g / 16] * sub_scale[n, g]

@@ -16,7 +16,7 @@
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
 //   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
-// - int6-g16-k (made only by a repack of ggml's Q6_K, kernels/cpu/pack_int4.h): per group of 16
+// - int6-g16-k (made only by a repack of ggml's Q6_K, kernels/cpu/pack_kquants.h): per group of 16
 //   consecutive k, w = d[s] * sc[g] * (q - 32), q in [0, 63], sc a signed 8-bit integer, d an f16
 //   per superblock s of 16 groups (256 k). d x sc is an exact f32 product: 6.5625 bits per
 //   weight, the file's own form and size.
@@ -49,7 +49,8 @@
 //   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
 //   group u, byte 4r + j of P_i holds in bits 0-5 the code of k = 16u + 4i + j (row r), and in
 //   bits 6-7 bits 2i, 2i+1 of the code of k = 16u + 12 + j (int6_code below).
-// - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h):
+// - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h; int5 /
+//   int6 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
 //   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
 //   groups of the layout. The gather is a copy: it changes no product.
@@ -70,7 +71,7 @@ struct QuantScheme {
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
-                               // int6 always (Q6_K's)
+                               // int5 and int6 always (Q5_K's, Q6_K's)
   static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
   static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
@@ -78,10 +79,12 @@ struct QuantScheme {
   static constexpr int64_t int6_d_bytes(int64_t superblocks) { return (superblocks * 32 + 63) / 64 * 64; }
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int6-g16-k", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
-// "int4-g32-zp" | "int4-g64-zp". Throws naming the value and the choices otherwise.
+// "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int5-g32-zp-k" | "int6-g16-k" (the last
+// three name repack layouts; quantize_weight refuses the last two). Throws naming the value and
+// the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
 struct QuantizedWeight {

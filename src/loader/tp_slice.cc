@@ -94,16 +94,19 @@ std::optional<Int4Groups> load_vocab_parallel_int4(const WeightStore& ws, const 
                                                    const Shape& expected, int64_t begin, int64_t rows) {
   if (!ws.has_int4(name)) return std::nullopt;
   Int4Groups w = ws.take_int4(name, expected);
-  NV_CHECK(begin >= 0 && rows >= 0 && begin <= w.N, "tensor '", name, "' [", w.N, ", ", w.K, "] has no rows from ", begin);
-  const int64_t real = std::min(rows, w.N - begin);
+  NV_CHECK(begin >= 0 && rows > 0, "tensor '", name, "': no rows [", begin, ", ", begin + rows, ")");
+  // As copy_rows_padded: the rows that exist, then zero rows (a shard may start past V).
+  const int64_t real = std::clamp<int64_t>(w.N - begin, 0, rows);
   if (begin == 0 && real == w.N && rows == w.N) return w;
-  Int4Groups part = int4_rows(w, begin, real);
-  if (real == rows) return part;
+  if (real == rows) return int4_rows(w, begin, real);
   // Rows past the vocabulary: all-zero scales and factors (a zero weight in every layout).
-  Int4Groups pad = int4_rows(w, 0, rows - real);
+  Int4Groups pad = int4_rows(w, 0, std::min(rows - real, w.N));
   for (Tensor* t : {&pad.scales, &pad.mins, &pad.d, &pad.dmin, &pad.sub_scale, &pad.sub_min})
     if (t->defined()) std::memset(t->raw(), 0, t->nbytes());
-  return int4_concat_rows({part, pad}, {name, name});
+  std::vector<Int4Groups> parts;
+  if (real > 0) parts.push_back(int4_rows(w, begin, real));
+  for (int64_t n = real; n < rows; n += pad.N) parts.push_back(n + pad.N <= rows ? pad : int4_rows(pad, 0, rows - n));
+  return int4_concat_rows(parts, std::vector<std::string>(parts.size(), name));
 }
 
 std::optional<Int4Groups> load_row_parallel_int4(const WeightStore& ws, const std::string& name,

@@ -204,7 +204,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
       L.router = upload(load_replicated(ws, w(n.router), {E, H}));
       auto ew = [&](int64_t e, const std::string& name) { return expert_tensor(c, l, e, name); };
       if (opt.checkpoint_int4 && ws.has_int4(ew(0, n.expert_gate))) {
-        // GPTQ / AWQ experts, a GGUF's Q4_K stacks: each on the int4 kernels as stored
+        // GPTQ / AWQ experts, a GGUF's K-quant stacks (gate in Q4_K / Q5_K / Q6_K): each as stored
         // (column_linear / row_linear fall back per projection and count their bytes).
         L.experts.hidden = H;
         L.experts.intermediate = shard.moe_intermediate;

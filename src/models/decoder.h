@@ -56,7 +56,7 @@ struct ModelLoadOptions {
   // of their schemes (scheme_for), so no part loses precision it had in the file.
   std::map<std::string, QuantScheme> tensor_quant;
   QuantScheme scheme_for(const std::vector<std::string>& names) const;
-  // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h) and a GGUF's Q4_K tensors
+  // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h) and a GGUF's Q4_K / Q5_K / Q6_K tensors
   // (WeightStore::has_int4): their linears go to the int4 kernels as stored
   // (Backend::prepare_linear_int4); false: they load as their exact f32 dequantization, then
   // follow linear_quant (tensor_quant) like any dense weight.

@@ -247,6 +247,12 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     # gguf_ref's Q4_K_M recipe: attn_v and ffn_down in Q6_K in every layer, the rest Q4_K
     assert info["quantization_auto_tensors"] == {"int4-g32-zp-k": 5 * n_layers, "int6-g16-k": 2 * n_layers}
     assert info["lm_head_auto"] == "int6-g16-k"
+    # The engine reports that head as settled, a valid input again, and only for such a head.
+    kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=16, **KW)
+    assert LLM(str(g), **kw).config.lm_head_quantization == "int6-g16-k"
+    assert LLM(str(g), lm_head_quantization="int6-g16-k", **kw).config.lm_head_quantization == "int6-g16-k"
+    with pytest.raises(Exception, match="keeps a GGUF's Q6_K LM head as stored"):
+        LLM(qwen_small, lm_head_quantization="int6-g16-k", **kw)
     assert info["repack"]["by_type"]["Q6_K"]["scheme"] == "int6-g16-k"
     assert info["repack"]["by_type"]["Q4_K"]["scheme"] == "int4-g32-zp-k"
 

@@ -75,7 +75,7 @@ void gather_columns(const float* x, int64_t M, int64_t Kx, const int32_t* idx, i
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
-  // int4 / int6 codes are the unsigned operand: they take signed activations.
+  // int4 / int5 / int6 codes are the unsigned operand: they take signed activations.
   const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6;
   const bool offset = offset128 && !int4;
   const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : 8;  // see QActs::gsum8

@@ -8,7 +8,6 @@
 // pmaddwd (to 32 bits). That saturates only beyond 2 * 255 * 127, so int8 uses |w| x sign(x, w)
 // (at most 2 * 127 * 127); int4 nibbles (at most 15) are safe as they are.
 #include <cstring>
-#include <type_traits>
 
 namespace nanovllm::cpu {
 namespace {

@@ -5,7 +5,7 @@
 //   int8-g32: as int8, minus 128 * group sum and scaled per group of 32 k.
 //   int4: unsigned = weight nibbles, signed = activations (broadcast); per group the integer
 //         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
-//   int6: as int4 with 6-bit codes, groups of 16, minus 32 * group sum.
+//   int5 / int6: as int4 with 5- / 6-bit codes (int6: groups of 16, minus 32 * group sum).
 // Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
 // bound a bandwidth-bound stream; each weight byte is loaded once per call of up to kQMaxRows
 // activation rows.

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>  // qgemm_avx2_body.h's std::integral_constant
 
 #include "kernels/cpu/qgemm_kernels.h"
 

@@ -54,6 +54,22 @@ inline std::vector<double> int8_quantized_row(const float* x, int64_t K) {
   return q;
 }
 
+// What the quantized-linear kernels compute in exact arithmetic: each row of x [M, K] after
+// int8_quantized_row, times the weight w(n, k) for n < N, in f64 -> [M, N].
+template <class Weight>
+std::vector<double> int8_activation_reference(const float* x, int64_t M, int64_t K, int64_t N, Weight w) {
+  std::vector<double> ref(static_cast<size_t>(M * N));
+  for (int64_t m = 0; m < M; ++m) {
+    const std::vector<double> xq = int8_quantized_row(x + m * K, K);
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc += xq[size_t(k)] * double(w(n, k));
+      ref[size_t(m * N + n)] = acc;
+    }
+  }
+  return ref;
+}
+
 // max |ref - got| / max |ref| (infinite when got has a NaN).
 inline double max_rel_err(const std::vector<double>& ref, const float* got) {
   double num = 0, den = 0;

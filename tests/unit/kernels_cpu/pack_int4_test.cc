@@ -258,15 +258,8 @@ TEST(PackInt4, ScaleAndMinAreExactInF32) {
     cpu::quantized_linear(x, q, nullptr, y, pool);
     cpu::quantized_linear(x, qk, nullptr, yk, pool);
     for (int64_t i = 0; i < M * w.N; ++i) ASSERT_EQ(y.data<float>()[i], yk.data<float>()[i]) << "M=" << M << " " << i;
-    std::vector<double> ref(size_t(M * w.N));
-    for (int64_t m = 0; m < M; ++m) {
-      const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * w.K, w.K);
-      for (int64_t n = 0; n < w.N; ++n) {
-        double acc = 0;
-        for (int64_t k = 0; k < w.K; ++k) acc += xq[size_t(k)] * double(reference(w, n, k));
-        ref[size_t(m * w.N + n)] = acc;
-      }
-    }
+    const std::vector<double> ref = test::int8_activation_reference(
+        x.data<float>(), M, w.K, w.N, [&](int64_t n, int64_t k) { return reference(w, n, k); });
     EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M;
   }
 }

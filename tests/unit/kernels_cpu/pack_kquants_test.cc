@@ -115,6 +115,22 @@ Int4Groups columns(const Int4Groups& w, int64_t begin, int64_t count) {
   return r;
 }
 
+// The kernels against the f64 product of the int8 activations with the file's weights.
+void expect_kernels_match_reference(const Int4Groups& w, ThreadPool& pool) {
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  for (int64_t M : {1, 2, 3, 4, 5, 8, 11}) {
+    std::mt19937 rng{uint32_t(M)};
+    std::normal_distribution<float> nd;
+    Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+    for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
+    test::poison(y);
+    cpu::quantized_linear(x, q, nullptr, y, pool);
+    const std::vector<double> ref = test::int8_activation_reference(
+        x.data<float>(), M, w.K, w.N, [&](int64_t n, int64_t k) { return reference(w, n, k); });
+    EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M << " K=" << w.K;
+  }
+}
+
 }  // namespace
 
 TEST(PackInt6, Q6KIsExact) {
@@ -144,28 +160,8 @@ TEST(PackInt6, Q6KIsExact) {
     EXPECT_EQ(exact_rows(*c, qc), c->N);
   }
 
-  // The kernels: M rows of activations against the f64 reference (whole and half weights).
-  for (const auto* ww : {&w, &half, &cut, &odd}) {
-    const QuantizedWeight qq = cpu::pack_int4_groups(*ww, pool);
-    for (int64_t M : {1, 2, 3, 4, 5, 8, 11}) {
-      std::mt19937 rng{uint32_t(M)};
-      std::normal_distribution<float> nd;
-      Tensor x = Tensor::empty({M, ww->K}, DType::F32), y = Tensor::empty({M, ww->N}, DType::F32);
-      for (int64_t i = 0; i < M * ww->K; ++i) x.data<float>()[i] = nd(rng);
-      test::poison(y);
-      cpu::quantized_linear(x, qq, nullptr, y, pool);
-      std::vector<double> ref(size_t(M * ww->N));
-      for (int64_t m = 0; m < M; ++m) {
-        const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * ww->K, ww->K);
-        for (int64_t n = 0; n < ww->N; ++n) {
-          double acc = 0;
-          for (int64_t k = 0; k < ww->K; ++k) acc += xq[size_t(k)] * double(reference(*ww, n, k));
-          ref[size_t(m * ww->N + n)] = acc;
-        }
-      }
-      EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M << " K=" << ww->K;
-    }
-  }
+  // The kernels against the f64 reference (whole and cut weights).
+  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
 }
 
 // Every ISA's kernel sums in one order: per group of 16, the integer dot minus 32 x the group's
@@ -244,30 +240,6 @@ TEST(PackInt6, RejectsMalformedInput) {
                Error);
 }
 
-namespace {
-// The kernels against the f64 product of the int8 activations with the file's weights.
-void expect_kernels_match_reference(const Int4Groups& w, ThreadPool& pool) {
-  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
-  for (int64_t M : {1, 2, 3, 4, 5, 8, 11}) {
-    std::mt19937 rng{uint32_t(M)};
-    std::normal_distribution<float> nd;
-    Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
-    for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = nd(rng);
-    test::poison(y);
-    cpu::quantized_linear(x, q, nullptr, y, pool);
-    std::vector<double> ref(size_t(M * w.N));
-    for (int64_t m = 0; m < M; ++m) {
-      const std::vector<double> xq = test::int8_quantized_row(x.data<float>() + m * w.K, w.K);
-      for (int64_t n = 0; n < w.N; ++n) {
-        double acc = 0;
-        for (int64_t k = 0; k < w.K; ++k) acc += xq[size_t(k)] * double(reference(w, n, k));
-        ref[size_t(m * w.N + n)] = acc;
-      }
-    }
-    EXPECT_LT(test::max_rel_err(ref, y.data<float>()), 2e-5) << "M=" << M << " K=" << w.K;
-  }
-}
-}  // namespace
 
 TEST(PackInt5, Q5KIsExact) {
   ThreadPool pool(2);

@@ -15,13 +15,24 @@ namespace {
 // d (a corrupt file, loaded under --allow-nonfinite-weights) gives the same.
 bool same_value(float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 bool f16_value(float v) { return !std::isfinite(v) || f16_to_f32(f32_to_f16(v)) == v; }
+bool shaped(const Tensor& t, DType dt, const Shape& s) { return t.defined() && t.dtype() == dt && t.shape() == s; }
+
+// Codes below 2^bits and g_idx in [0, G): what every K-quant repack reads blindly after.
+void check_codes(const Int4Groups& w) {
+  const uint8_t* q = w.q.data<uint8_t>();
+  for (int64_t i = 0; i < w.N * w.K; ++i)
+    NV_CHECK(q[i] < (1 << w.bits), "int", w.bits, " groups: row ", i / w.K, " column ", i % w.K, ": code ",
+             int(q[i]), " past ", (1 << w.bits) - 1);
+  const int32_t* gi = w.g_idx.data<int32_t>();
+  for (int64_t k = 0; k < w.K; ++k)
+    NV_CHECK(gi[k] >= 0 && gi[k] < w.G, "int", w.bits, " groups: g_idx[", k, "] = ", gi[k], " outside [0, ", w.G, ")");
+}
 
 void check_int6(const Int4Groups& w) {
   // (A tensor-parallel column slice keeps the whole weight's groups: K may be less than 16 G.)
   NV_CHECK(w.bits == 6 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 16 == 0,
            "int6 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
            "-bit codes is not Q6_K's groups of 16 in superblocks of 256");
-  auto shaped = [](const Tensor& t, DType dt, const Shape& s) { return t.defined() && t.dtype() == dt && t.shape() == s; };
   NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
                shaped(w.zeros, DType::U8, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, w.G / 16}) &&
                shaped(w.sub_scale, DType::U8, {w.N, w.G}) && shaped(w.g_idx, DType::I32, {w.K}) &&
@@ -29,12 +40,7 @@ void check_int6(const Int4Groups& w) {
            "int6 groups: q ", w.q.str(), " scales ", w.scales.str(), " zeros ", w.zeros.str(), " d ",
            w.d.str(), " sc ", w.sub_scale.str(), " g_idx ", w.g_idx.str(), " do not match [", w.N, ", ",
            w.K, "] in ", w.G, " groups");
-  const uint8_t* q = w.q.data<uint8_t>();
-  for (int64_t i = 0; i < w.N * w.K; ++i)
-    NV_CHECK(q[i] < 64, "int6 groups: row ", i / w.K, " column ", i % w.K, ": code ", int(q[i]), " past 63");
-  const int32_t* gi = w.g_idx.data<int32_t>();
-  for (int64_t k = 0; k < w.K; ++k)
-    NV_CHECK(gi[k] >= 0 && gi[k] < w.G, "int6 groups: g_idx[", k, "] = ", gi[k], " outside [0, ", w.G, ")");
+  check_codes(w);
   const float* d = w.d.data<float>();
   const uint8_t* sc = w.sub_scale.data<uint8_t>();
   for (int64_t n = 0; n < w.N; ++n)
@@ -99,7 +105,6 @@ void check_int5(const Int4Groups& w) {
   NV_CHECK(w.bits == 5 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 8 == 0,
            "int5 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
            "-bit codes is not Q5_K's groups of 32 in superblocks of 256");
-  auto shaped = [](const Tensor& t, DType dt, const Shape& s) { return t.defined() && t.dtype() == dt && t.shape() == s; };
   const int64_t S = w.G / 8;
   NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
                shaped(w.mins, DType::F32, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, S}) &&
@@ -108,12 +113,7 @@ void check_int5(const Int4Groups& w) {
            "int5 groups: q ", w.q.str(), " scales ", w.scales.str(), " mins ", w.mins.str(), " d ", w.d.str(),
            " dmin ", w.dmin.str(), " sc ", w.sub_scale.str(), " m ", w.sub_min.str(), " g_idx ", w.g_idx.str(),
            " do not match [", w.N, ", ", w.K, "] in ", w.G, " groups");
-  const uint8_t* q = w.q.data<uint8_t>();
-  for (int64_t i = 0; i < w.N * w.K; ++i)
-    NV_CHECK(q[i] < 32, "int5 groups: row ", i / w.K, " column ", i % w.K, ": code ", int(q[i]), " past 31");
-  const int32_t* gi = w.g_idx.data<int32_t>();
-  for (int64_t k = 0; k < w.K; ++k)
-    NV_CHECK(gi[k] >= 0 && gi[k] < w.G, "int5 groups: g_idx[", k, "] = ", gi[k], " outside [0, ", w.G, ")");
+  check_codes(w);
   const float* d = w.d.data<float>();
   const float* dm = w.dmin.data<float>();
   const uint8_t* sc = w.sub_scale.data<uint8_t>();
@@ -171,10 +171,6 @@ QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8
   }, grain_for_work(R * Kg, int64_t(1) << 16));
   return qw;
 }
-
-}  // namespace nanovllm::cpu
-
-namespace nanovllm::cpu {
 
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   check_int5(w);

@@ -66,12 +66,21 @@ namespace {
 const char* scheme_of(GgmlType t) {
   switch (t) {
     case GgmlType::Q4_0: return "int4-g32";
-    case GgmlType::Q4_1: case GgmlType::Q4_K: case GgmlType::IQ4_NL: case GgmlType::IQ4_XS:
-    case GgmlType::Q2_K: case GgmlType::Q3_K: return "int4-g32-zp";
-    case GgmlType::Q8_0: return "int8-g32";
-    case GgmlType::Q5_0: case GgmlType::Q5_1: case GgmlType::Q5_K: case GgmlType::Q6_K: return "int8";
+    case GgmlType::Q4_1: case GgmlType::Q4_K: return "int4-g32-zp";
+    case GgmlType::Q8_0: case GgmlType::Q5_0: case GgmlType::IQ4_NL:  // exact (quantize.cc)
+    case GgmlType::Q5_1: case GgmlType::IQ4_XS: case GgmlType::Q2_K: case GgmlType::Q3_K:
+      return "int8-g32";
+    case GgmlType::Q5_K: case GgmlType::Q6_K: return "int8";
     default: return "none";
   }
+}
+
+// scheme_of(t) parsed; int8-g32 searches coarser exact grids (QuantScheme::exact_grid), which
+// makes Q5_0 and IQ4_NL lossless.
+QuantScheme gguf_scheme(GgmlType t) {
+  QuantScheme q = parse_quant_scheme(scheme_of(t));
+  q.exact_grid = q.int8_groups();
+  return q;
 }
 
 // The linear weights: 2-D (or stacked experts), not the embedding.
@@ -94,7 +103,9 @@ QuantScheme gguf_default_quantization(const std::string& model) {
   int64_t most = -1;
   for (const auto& [s, n] : by_scheme)
     if (n > most) best = s, most = n;
-  return parse_quant_scheme(best);
+  QuantScheme q = parse_quant_scheme(best);
+  q.exact_grid = q.int8_groups();
+  return q;
 }
 
 std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& model) {
@@ -102,7 +113,7 @@ std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& m
   if (!is_gguf_model(model)) return out;
   auto ck = GgufCheckpoint::open(model);
   for (const auto& [name, r] : ck->tensors())
-    if (is_linear(name, *r.t)) out[name] = parse_quant_scheme(scheme_of(GgmlType(r.t->type)));
+    if (is_linear(name, *r.t)) out[name] = gguf_scheme(GgmlType(r.t->type));
   return out;
 }
 

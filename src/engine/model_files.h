@@ -21,17 +21,20 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 
 // --quantization auto for `model`: none for safetensors; for a GGUF model, the engine scheme
 // its linear weights' ggml types map to (by the parameter count of each type):
-//   Q4_0                                       -> int4-g32     (a lossless repack: same q, same f16 scale)
-//   Q4_1, Q4_K, IQ4_NL, IQ4_XS, Q2_K, Q3_K     -> int4-g32-zp  (Q4_1 lossless; the others re-fit
-//                                                               per 32-group, see docs/gguf.md)
-//   Q8_0                                       -> int8-g32     (a lossless repack: same q, same f16 scale)
-//   Q5_0, Q5_1, Q5_K, Q6_K                     -> int8         (per row; Q5_K / Q6_K: see below)
-//   F32, F16, BF16                             -> none
+//   Q4_0                            -> int4-g32     (a lossless repack: same q, same f16 scale)
+//   Q4_1, Q4_K                      -> int4-g32-zp  (Q4_1 lossless; Q4_K: see below)
+//   Q8_0, Q5_0, IQ4_NL              -> int8-g32     (lossless: the file's grid is int8-g32's, or a
+//                                                    coarser one the quantizer finds exactly)
+//   Q5_1, IQ4_XS, Q2_K, Q3_K        -> int8-g32     (within half an int8 step of a group's largest
+//                                                    weight; exact where a group's grid allows)
+//   Q5_K, Q6_K                      -> int8         (per row; they run as stored: see below)
+//   F32, F16, BF16                  -> none
 // The majority's scheme: reported as the model's quantization; it sets the LM head's default
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K
 // Q5_K and Q6_K linears run as stored instead (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k: ModelLoadOptions::
-// checkpoint_int4); the table's schemes serve a fused weight whose parts differ in type (a
-// Q4_K q / k with a Q6_K v: the most precise part's scheme).
+// checkpoint_int4), and Q3_K in Q6_K's form (int6-g16-k, lossless); the table's schemes serve a
+// fused weight whose parts differ in code width (a Q4_K q / k with a Q6_K v: the most precise
+// part's scheme).
 QuantScheme gguf_default_quantization(const std::string& model);
 
 // --lm-head-quantization auto for `model` on the CPU: int6-g16-k (int5-g32-zp-k) when the GGUF's

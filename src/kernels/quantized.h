@@ -72,6 +72,10 @@ struct QuantScheme {
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
                                // int5 and int6 always (Q5_K's, Q6_K's)
+  // int8-g32 from a GGUF block type (Q5_0, IQ4_NL, ...; engine/model_files.h): a group that is
+  // not exact at step max |w| / 127 may be exact on a coarser step max |w| / c, which the
+  // quantizer then searches (kernels/cpu/quantize.cc). Not part of str(): the layout is the same.
+  bool exact_grid = false;
   static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
   static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d

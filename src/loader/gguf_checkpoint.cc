@@ -181,22 +181,25 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   if (it == refs_.end()) return false;
   const Ref& r = it->second;
   const uint32_t ty = r.t->type;
-  return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K)) &&
+  return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K) ||
+          ty == uint32_t(GgmlType::Q3_K)) &&
          r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
 }
 
 int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   if (!has_int4(hf_name)) return 0;
   const uint32_t ty = refs_.at(hf_name).t->type;
-  return ty == uint32_t(GgmlType::Q6_K) ? 6 : ty == uint32_t(GgmlType::Q5_K) ? 5 : 4;
+  // Q3_K runs in Q6_K's form (unpack_row_q3_k): 6-bit codes of which it uses 28..35.
+  return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6 : ty == uint32_t(GgmlType::Q5_K) ? 5 : 4;
 }
 
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
-  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q4_K, Q5_K or Q6_K linear weight");
+  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q3_K, Q4_K, Q5_K or Q6_K linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
-  if (t.type == uint32_t(GgmlType::Q6_K)) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
+  const bool q3 = t.type == uint32_t(GgmlType::Q3_K);
+  if (t.type == uint32_t(GgmlType::Q6_K) || q3) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
     g.bits = 6;
     g.N = t.ne[1];
     g.K = t.ne[0];
@@ -210,12 +213,12 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
     const int64_t S = g.K / 256;
     g.d = Tensor::empty({g.N, S}, DType::F32);
     g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
-    const size_t row_bytes = size_t(S) * 210;
+    const size_t row_bytes = size_t(S) * (q3 ? 110 : 210);
     const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
     for (int64_t hr = 0; hr < g.N; ++hr)
-      unpack_row_q6_k(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
-                      g.scales.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
-                      g.sub_scale.data<uint8_t>() + hr * g.G);
+      (q3 ? unpack_row_q3_k : unpack_row_q6_k)(
+          t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
+          g.scales.data<float>() + hr * g.G, g.d.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G);
     return g;
   }
   g.N = t.ne[1];

@@ -273,6 +273,33 @@ void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
   }
 }
 
+void unpack_row_q3_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d_out, uint8_t* sc_out) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_q3_k: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 110) {  // as deq_q3_k, element e at q[e]
+    const uint8_t* hm = src;
+    const uint8_t* qs = src + 32;
+    const uint8_t* packed = src + 96;
+    const float d = h2f(src + 108);
+    d_out[b] = d;
+    for (int i = 0; i < 16; ++i) {
+      const int lo = (packed[i % 8] >> (4 * (i / 8))) & 0xF;
+      const int hi = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+      const int8_t s = int8_t((lo | (hi << 4)) - 32);
+      sc_out[i] = uint8_t(s);
+      scale[i] = d * float(s);  // deq_q3_k's dl: an exact product (f16 x 6-bit integer)
+    }
+    // Element 128h + 32j + l (l < 32): bits 2j, 2j+1 of qs[32h + l], minus 4 unless bit
+    // 4h + j of hm[l] is set.
+    for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l) {
+          const int v = int((qs[32 * h + l] >> (2 * j)) & 3) - ((hm[l] >> (4 * h + j)) & 1 ? 0 : 4);
+          q[128 * h + 32 * j + l] = uint8_t(v + 32);
+        }
+    q += QK_K, scale += 16, sc_out += 16;
+  }
+}
+
 namespace {
 
 void deq_iq4_nl(const uint8_t* b, float* y) {  // 18 bytes: d, qs[16]

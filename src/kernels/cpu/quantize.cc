@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "kernels/cpu/quantize_int4.h"
@@ -45,13 +46,91 @@ void quantize_row_int8(const float* w, int64_t K, int8_t* q, float* scale, int32
   *sum = int8_codes(w, K, *scale, q);
 }
 
+// Whether s * q[i] (the f32 product dequantize_row forms) is w[i] for every i.
+bool exact_with(const float* w, int g, float s, const int8_t* q) {
+  for (int i = 0; i < g; ++i)
+    if (s * float(q[i]) != w[i]) return false;
+  return true;
+}
+
+// The denominator b <= 127 of the reduced fraction a / b within 1e-5 of t in (0, 1), or 0 when
+// there is none: t's continued-fraction convergents, stopped past denominator 127. (Distinct
+// fractions of denominators <= 127 are >= 1 / 127^2 = 6e-5 apart, so the tolerance, far above
+// t's f32 rounding, picks at most one.)
+int small_denominator(double t) {
+  double x = t;
+  int64_t h0 = 0, h1 = 1, k0 = 1, k1 = 0;  // convergents h / k, seeded h_-2 / k_-2 = 0 / 1, h_-1 / k_-1 = 1 / 0
+  for (int it = 0; it < 16; ++it) {
+    const double a = std::floor(x);
+    const int64_t h2 = int64_t(a) * h1 + h0, k2 = int64_t(a) * k1 + k0;
+    if (k2 > 127) return 0;
+    if (std::abs(t - double(h2) / double(k2)) < 1e-5) return int(k2);
+    h0 = h1, h1 = h2, k0 = k1, k1 = k2;
+    if (x - a < 1e-9) return 0;
+    x = 1.0 / (x - a);
+  }
+  return 0;
+}
+
+// A group that is exactly s * q for an f16 s and integers |q| <= 127 with max |q| = c < 127:
+// ggml's Q5_0 (w = d (q - 16), c <= 16) and IQ4_NL (w = d kvalue[q], c = |kvalue| <= 127)
+// blocks, and some IQ4_XS / Q5_1 / Q2_K ones. Then amax / c is exactly s (amax = c |s| is an
+// exact f32 product). For an element p strictly between 0 and amax, |w[p]| / amax = q[p] / c
+// is a fraction whose reduced denominator divides c: c must be a multiple of the least common
+// multiple L of three such elements' denominators, and only those c are checked in full. A
+// group on no such grid (a bf16 checkpoint's) usually stops at a fraction or at L > 126 (about
+// 3 operations per weight). Returns false when no c fits.
+bool exact_int8_group(const float* w, int g, float amax, int8_t* q, uint16_t* scale, int16_t* sum) {
+  int64_t L = 1;
+  for (int i = 0, probes = 0; i < g && probes < 3; ++i) {
+    if (w[i] == 0.f || std::abs(w[i]) == amax) continue;
+    const int b = small_denominator(double(std::abs(w[i])) / double(amax));
+    if (b == 0) return false;
+    L = std::lcm(L, int64_t(b));
+    if (L > 126) return false;
+    ++probes;
+  }
+  for (int64_t c = 126 / L * L; c >= 1; c -= L) {
+    const uint16_t s16 = f32_to_f16(amax / float(c));
+    const float s = f16_to_f32(s16);
+    if (!(s > 0.f) || !std::isfinite(s)) continue;
+    const float inv = 1.f / s;
+    int32_t total = 0;
+    int i = 0;
+    for (; i < g; ++i) {  // int8_codes' rounding, stopping at the first inexact weight
+      const int v = nearest(w[i] * inv);
+      if (v < -127 || v > 127 || s * float(v) != w[i]) break;
+      q[i] = int8_t(v);
+      total += v;
+    }
+    if (i < g) continue;
+    *scale = s16;
+    *sum = int16_t(total);
+    return true;
+  }
+  return false;
+}
+
 // One int8 group (int8-g32): s = f16(max|w| / 127), q = round(w / s) with the f16 scale. A
 // ggml Q8_0 block (w = d q, max |q| = 127: how ggml quantizes) gives back s = d and the same q:
-// 127 d / 127 is exactly d in f32, and d q is exact, so the repack is lossless.
-void quantize_group_int8(const float* w, int g, int8_t* q, uint16_t* scale, int16_t* sum) {
+// 127 d / 127 is exactly d in f32, and d q is exact, so the repack is lossless. With
+// exact_grid (QuantScheme: weights from a GGUF block type) a group on a coarser exact grid
+// (exact_int8_group) keeps that grid: the weights come back unchanged. (Not by default: the
+// search costs ~60% more quantization time on a bf16 checkpoint's groups, which never fit.)
+void quantize_group_int8(const float* w, int g, bool exact_grid, int8_t* q, uint16_t* scale, int16_t* sum) {
+  const float amax = abs_max(w, g);
   // Clamped to the largest finite f16 (65504) so a huge weight cannot make an infinite scale.
-  *scale = f32_to_f16(std::min(abs_max(w, g) / 127.f, 65504.f));
+  *scale = f32_to_f16(std::min(amax / 127.f, 65504.f));
   *sum = int16_t(int8_codes(w, g, f16_to_f32(*scale), q));  // |sum| <= 32 x 127
+  if (!exact_grid || amax == 0.f || !std::isfinite(amax) || exact_with(w, g, f16_to_f32(*scale), q)) return;
+  int8_t q2[64];
+  uint16_t s2 = 0;
+  int16_t sum2 = 0;
+  if (exact_int8_group(w, g, amax, q2, &s2, &sum2)) {
+    std::memcpy(q, q2, size_t(g));
+    *scale = s2;
+    *sum = sum2;
+  }
 }
 
 // Byte offsets in a block of 16 rows (kernels/quantized.h): int8 q[r][k] (also within an
@@ -73,7 +152,7 @@ void quantize_block(const float* w, const QuantizedWeight& qw, int64_t block, ui
       uint16_t* scales = reinterpret_cast<uint16_t*>(r8 + 16 * g);
       int16_t* sums = reinterpret_cast<int16_t*>(r8 + 16 * g + 32);
       for (int64_t r = 0; r < R; ++r) {
-        quantize_group_int8(w + r * Kp + gi * g, g, q, &scales[r], &sums[r]);
+        quantize_group_int8(w + r * Kp + gi * g, g, qw.scheme.exact_grid, q, &scales[r], &sums[r]);
         for (int e = 0; e < g; ++e) r8[int8_offset(r, e)] = uint8_t(q[e]);
       }
     }

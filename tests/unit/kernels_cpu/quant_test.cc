@@ -158,6 +158,66 @@ TEST(Quantize, Int8G32HoldsTheQ8_0GridExactly) {
   }
 }
 
+// int8-g32 with exact_grid also holds a coarser exact grid: ggml's Q5_0 (w = d (q - 16), q in 0..31) and
+// IQ4_NL (w = d kvalue[q], 16 values in [-127, 113]) with an f16 d of either sign (ggml's
+// quantizers write negative d) come back bit-identical, though max |w| / 127 is not their step.
+// A group on no such grid gets the nearest-step result as before (error <= half a step).
+TEST(Quantize, Int8G32HoldsCoarserExactGrids) {
+  static const int kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  auto pool = std::make_unique<ThreadPool>(2);
+  const int64_t N = 48, K = 32 * 6;
+  Tensor w = Tensor::empty({N, K}, DType::F32);
+  float* wp = w.data<float>();
+  uint64_t st = 987;
+  auto next = [&] { st = st * 6364136223846793005ull + 1442695040888963407ull; return uint32_t(st >> 33); };
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g0 = 0; g0 < K; g0 += 32) {
+      const float mag = std::ldexp(1.f + float(next() % 1024) / 1024.f, int(next() % 24) - 16);
+      const float d = f16_to_f32(f32_to_f16(next() % 2 ? mag : -mag));
+      for (int64_t k = g0; k < g0 + 32; ++k) {
+        const uint32_t c = next();
+        if (n < 16) wp[n * K + k] = d * float(int(c % 32) - 16);      // Q5_0
+        else if (n < 32) wp[n * K + k] = d * float(kIq4nl[c % 16]);  // IQ4_NL
+        else wp[n * K + k] = d * float(int(c % 7) - 3);              // a 3-bit grid (Q3_K-like)
+      }
+    }
+  QuantScheme exact = parse_quant_scheme("int8-g32");
+  exact.exact_grid = true;  // what a GGUF's block types get (engine/model_files.cc)
+  QuantizedWeight q = cpu::quantize_weight(w, exact, *pool);
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    cpu::dequantize_row(q, n, row.data());
+    for (int64_t k = 0; k < K; ++k) ASSERT_EQ(row[size_t(k)], wp[n * K + k]) << "n=" << n << " k=" << k;
+  }
+  // Without exact_grid (a bf16 checkpoint's scheme) the step is max |w| / 127: not these grids.
+  QuantizedWeight plain = cpu::quantize_weight(w, parse_quant_scheme("int8-g32"), *pool);
+  int64_t differ = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    cpu::dequantize_row(plain, n, row.data());
+    for (int64_t k = 0; k < K; ++k) differ += row[size_t(k)] != wp[n * K + k];
+  }
+  EXPECT_GT(differ, N * K / 4);
+  // bf16 weights on no small grid: each group within half of its step max|w| / 127 (f16).
+  Tensor r = rand_tensor({16, K}, DType::BF16, 0.1f);
+  QuantizedWeight qr = cpu::quantize_weight(r, exact, *pool);
+  const std::vector<float> rf = to_f32_vector(r);
+  int inexact = 0;
+  for (int64_t n = 0; n < 16; ++n) {
+    cpu::dequantize_row(qr, n, row.data());
+    for (int64_t g0 = 0; g0 < K; g0 += 32) {
+      float amax = 0.f;
+      for (int64_t k = g0; k < g0 + 32; ++k) amax = std::max(amax, std::abs(rf[size_t(n * K + k)]));
+      const float step = f16_to_f32(f32_to_f16(amax / 127.f));
+      for (int64_t k = g0; k < g0 + 32; ++k) {
+        const float e = std::abs(row[size_t(k)] - rf[size_t(n * K + k)]);
+        ASSERT_LE(e, 0.5f * step * 1.0001f) << n << " " << k;
+        inexact += e > 0.f;
+      }
+    }
+  }
+  EXPECT_GT(inexact, 0);  // random weights are not all on a grid: the check above compares something
+}
+
 // quantized_nbytes (what bench_decode_roofline counts per token) is what quantize_weight makes,
 // for shapes with padded rows (N % 16) and padded columns (K % 4, K % group).
 TEST(Quantize, NbytesMatchesQuantizedWeight) {

@@ -378,6 +378,37 @@ TEST(GgufQuants, Q6_KUnpackIsDequantizeRow) {
   for (int g = 0; g < n / 16; ++g) EXPECT_EQ(d[size_t(g / 16)] * float(int8_t(sc[size_t(g)])), scale[size_t(g)]) << g;
 }
 
+// Q3_K in Q6_K's form (the int6-g16-k kernels): codes v + 32 for its 3-bit values v in [-4, 3],
+// its signed 6-bit scales as i8, its d: dequantize_row equal bit for bit, element k at q[k].
+TEST(GgufQuants, Q3_KUnpackIsDequantizeRow) {
+  uint32_t x = 4242;
+  auto rnd = [&] { return x = x * 1664525u + 1013904223u, x >> 8; };
+  const int n = 512;  // two blocks
+  std::vector<uint8_t> b(2 * 110);
+  for (auto& v : b) v = uint8_t(rnd());
+  for (int k = 0; k < 2; ++k)  // finite f16 d of both signs and many magnitudes
+    put16(b, size_t(110 * k + 108), uint16_t((rnd() & 0x83FF) | ((4 + rnd() % 22) << 10)));
+  const std::vector<float> ref = deq(GgmlType::Q3_K, b, n);
+  std::vector<uint8_t> q(n), sc(n / 16);
+  std::vector<float> scale(n / 16), d(n / 256);
+  unpack_row_q3_k(b.data(), n, q.data(), scale.data(), d.data(), sc.data());
+  int seen_lo = 0, seen_hi = 0;
+  for (int k = 0; k < n; ++k) {
+    ASSERT_GE(q[size_t(k)], 28);
+    ASSERT_LE(q[size_t(k)], 35);
+    seen_lo += q[size_t(k)] == 28, seen_hi += q[size_t(k)] == 35;
+    EXPECT_EQ(scale[size_t(k / 16)] * float(int(q[size_t(k)]) - 32), ref[size_t(k)]) << k;
+  }
+  EXPECT_GT(seen_lo, 0);  // both ends of the 3-bit range occur in random bytes
+  EXPECT_GT(seen_hi, 0);
+  for (int g = 0; g < n / 16; ++g) {
+    EXPECT_EQ(d[size_t(g / 16)] * float(int8_t(sc[size_t(g)])), scale[size_t(g)]) << g;
+    EXPECT_GE(int8_t(sc[size_t(g)]), -32);
+    EXPECT_LE(int8_t(sc[size_t(g)]), 31);
+  }
+  EXPECT_THROW(unpack_row_q3_k(b.data(), 300, q.data(), scale.data(), d.data(), sc.data()), Error);
+}
+
 TEST(GgufQuants, Q6_KSigned) {
   std::vector<uint8_t> b(210, 0);
   put16(b, 208, f16(0.125f));

@@ -17,12 +17,16 @@
 
 namespace nanovllm {
 
+// ggml's IQ4_NL code book (kvalues_iq4nl): the value of each 4-bit code.
+inline constexpr int8_t kIq4nlTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                           1,    13,   25,  38,  53,  69,  89,  113};
+
 struct Int4Groups {
   int64_t N = 0, K = 0;  // logical weight [N, K] (out, in)
   int64_t G = 0;         // groups (columns of scales / zeros)
   Tensor q;              // U8 [N, K]: codes 0..15 (bits 5: 0..31, bits 6: 0..63)
   Tensor scales;         // F32 [N, G]: the checkpoint's scales (f16 values, or bf16 / f32)
-  Tensor zeros;          // U8 [N, G]: integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible; bits 6: 32)
+  Tensor zeros;          // U8 [N, G] (undefined with iq4_table): integer zero points 0..16 (GPTQ v1 stores z - 1: 16 is possible; bits 6: 32)
   Tensor mins;           // F32 [N, G] or undefined; when defined, zeros is undefined (see above)
   bool has_mins() const { return mins.defined(); }
   // Optional, with mins (Q4_K, Q5_K): the factors of each scale and min, per superblock of 8 groups:
@@ -38,6 +42,10 @@ struct Int4Groups {
   // 5 (ggml's Q5_K): as Q4_K (mins and both factors) with codes 0..31: int5-g32-zp-k.
   int bits = 4;
   int superblock_groups() const { return bits == 6 ? 16 : 8; }
+  // ggml's IQ4_NL / IQ4_XS (bits 4, groups of 32, no zeros / mins): each code indexes
+  // kIq4nlTable, w[n, k] = scale[n, g] * kIq4nlTable[q[n, k]], scale an exact f32 value (IQ4_XS:
+  // d x (ls - 32)). The CPU keeps it as int4-g32-nl (kernels/quantized.h).
+  bool iq4_table = false;
   Tensor g_idx;          // I32 [K]: group of each input column, in [0, G)
 };
 

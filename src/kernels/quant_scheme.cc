@@ -11,7 +11,7 @@ std::string QuantScheme::str() const {
     case QuantKind::Int8: return group > 0 ? "int8-g" + std::to_string(group) : "int8";
     case QuantKind::Int4:
       return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "") +
-             (k_superblocks ? "-k" : "");
+             (k_superblocks ? "-k" : "") + (nl_table ? "-nl" : "");
     case QuantKind::Int5: return "int5-g32-zp-k";
     case QuantKind::Int6: return "int6-g16-k";
   }
@@ -48,6 +48,10 @@ QuantScheme parse_quant_scheme(const std::string& s) {
   if (s == "int4" || s == "int4-g32") return q;
   if (s == "int4-g64") {
     q.group = 64;
+    return q;
+  }
+  if (s == "int4-g32-nl") {  // ggml's IQ4_NL / IQ4_XS as stored (a GGUF's; quantize_weight refuses it)
+    q.nl_table = true;
     return q;
   }
   if (s == "int4-g32-zp-f32") {  // the layout of a Q4_K repack; a fit from floats keeps f16 values

@@ -16,6 +16,9 @@
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
 //   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
+// - int4-g32-nl (made only by a repack of ggml's IQ4_NL / IQ4_XS): per group of 32, w = scale[g] *
+//   kIq4nlTable[q] (kernels/int4_groups.h: ggml's 16 values in [-127, 113]), q in [0, 15], an
+//   f32 scale (IQ4_XS's d x (ls - 32) takes up to 17 significant bits): 5 bits per weight.
 // - int6-g16-k (made only by a repack of ggml's Q6_K, kernels/cpu/pack_kquants.h): per group of 16
 //   consecutive k, w = d[s] * sc[g] * (q - 32), q in [0, 63], sc a signed 8-bit integer, d an f16
 //   per superblock s of 16 groups (256 k). d x sc is an exact f32 product: 6.5625 bits per
@@ -40,6 +43,7 @@
 //   of 256, and a block is Kp / 256 superblocks of [8 x 256 bytes of group lines][8 x 16 u8 sc]
 //   [8 x 16 u8 m][16 f16 d][16 f16 dmin], 2368 bytes = 37 lines). Line t's low
 //   nibbles are the vector of k = 8t .. 8t+3 of the group, its high nibbles k = 8t+4 .. 8t+7.
+// - int4-g32-nl: as int4-g32 with [16 f32 scales] in place of the f16 ones (320 bytes per record).
 // - int5-g32-zp-k: Kp = K, a multiple of 256; a block is Kp / 256 superblocks of [8 group records
 //   of 320 bytes: 4 lines of nibbles as int4's, then a line whose byte 4r + j holds in bit v the
 //   fifth bit of the code of k = 4v + j][8 x 16 u8 sc][8 x 16 u8 m][16 f16 d][16 f16 dmin]
@@ -76,6 +80,7 @@ struct QuantScheme {
   // not exact at step max |w| / 127 may be exact on a coarser step max |w| / c, which the
   // quantizer then searches (kernels/cpu/quantize.cc). Not part of str(): the layout is the same.
   bool exact_grid = false;
+  bool nl_table = false;  // int4-g32-nl: codes index ggml's IQ4_NL table (see above)
   static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
   static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
@@ -86,8 +91,8 @@ struct QuantScheme {
   std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
-// "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int5-g32-zp-k" | "int6-g16-k" (the last
-// three name repack layouts; quantize_weight refuses the last two). Throws naming the value and
+// "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k"
+// (the last four name repack layouts; quantize_weight refuses the last three). Throws naming the value and
 // the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -111,6 +116,7 @@ struct QuantizedWeight {
     if (scheme.kind == QuantKind::Int5) return 320;  // 4 nibble lines + 1 bit line
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
+    if (scheme.nl_table) return 8 * scheme.group + 64;
     return 8 * scheme.group + 32 + (scheme.zero_points ? 32 : 0);
   }
   // (An undefined Tensor is a 0-d scalar to nbytes(): int4 and int8-g32 hold no scales/row_sums

@@ -182,7 +182,7 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   const Ref& r = it->second;
   const uint32_t ty = r.t->type;
   return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K) ||
-          ty == uint32_t(GgmlType::Q3_K)) &&
+          ty == uint32_t(GgmlType::Q3_K) || ty == uint32_t(GgmlType::IQ4_NL) || ty == uint32_t(GgmlType::IQ4_XS)) &&
          r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
 }
 
@@ -193,11 +193,35 @@ int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6 : ty == uint32_t(GgmlType::Q5_K) ? 5 : 4;
 }
 
+bool GgufCheckpoint::int4_table(const std::string& hf_name) const {
+  if (!has_int4(hf_name)) return false;
+  const uint32_t ty = refs_.at(hf_name).t->type;
+  return ty == uint32_t(GgmlType::IQ4_NL) || ty == uint32_t(GgmlType::IQ4_XS);
+}
+
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
-  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_, " is not a Q3_K, Q4_K, Q5_K or Q6_K linear weight");
+  NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_,
+           " is not a Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
+  if (int4_table(hf_name)) {  // codes into kIq4nlTable, an f32 scale per 32 (int4_groups.h)
+    const bool xs = t.type == uint32_t(GgmlType::IQ4_XS);
+    g.iq4_table = true;
+    g.N = t.ne[1];
+    g.K = t.ne[0];
+    g.G = g.K / 32;
+    g.q = Tensor::empty({g.N, g.K}, DType::U8);
+    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+    g.g_idx = Tensor::empty({g.K}, DType::I32);
+    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+    const size_t row_bytes = xs ? size_t(g.K / 256) * 136 : size_t(g.K / 32) * 18;
+    const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
+    for (int64_t hr = 0; hr < g.N; ++hr)
+      (xs ? unpack_row_iq4_xs : unpack_row_iq4_nl)(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K,
+                                                   g.q.data<uint8_t>() + hr * g.K, g.scales.data<float>() + hr * g.G);
+    return g;
+  }
   const bool q3 = t.type == uint32_t(GgmlType::Q3_K);
   if (t.type == uint32_t(GgmlType::Q6_K) || q3) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
     g.bits = 6;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "kernels/int4_groups.h"
 #include "util/check.h"
 #include "util/dtype.h"
 
@@ -20,9 +21,8 @@ inline float h2f(const uint8_t* p) {
   return f16_to_f32(h);
 }
 
-// IQ4_NL / IQ4_XS code book (ggml's kvalues_iq4nl).
-constexpr int8_t kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                               1,    13,   25,  38,  53,  69,  89,  113};
+// IQ4_NL / IQ4_XS code book (ggml's kvalues_iq4nl; the int4-g32-nl kernels use the same).
+constexpr const int8_t* kIq4nl = kIq4nlTable;
 
 // Q4_K / Q5_K: the 6-bit scale and min of sub-block j from the 12 packed bytes. Sub-blocks
 // 0-3 keep their 6 bits in bytes j and j+4; 4-7 take 4 bits from byte j+4 and their top two
@@ -297,6 +297,30 @@ void unpack_row_q3_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
           q[128 * h + 32 * j + l] = uint8_t(v + 32);
         }
     q += QK_K, scale += 16, sc_out += 16;
+  }
+}
+
+void unpack_row_iq4_nl(const uint8_t* src, int64_t n, uint8_t* q, float* scale) {
+  NV_CHECK(n % 32 == 0, "unpack_row_iq4_nl: ", n, " elements are not whole 32-blocks");
+  for (int64_t b = 0; b < n / 32; ++b, src += 18, q += 32) {  // as deq_iq4_nl
+    scale[b] = h2f(src);
+    for (int j = 0; j < 16; ++j) q[j] = src[2 + j] & 0xF, q[j + 16] = src[2 + j] >> 4;
+  }
+}
+
+void unpack_row_iq4_xs(const uint8_t* src, int64_t n, uint8_t* q, float* scale) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_iq4_xs: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 136) {  // as deq_iq4_xs
+    const float d = h2f(src);
+    uint16_t sh;
+    std::memcpy(&sh, src + 2, 2);
+    const uint8_t* sl = src + 4;
+    const uint8_t* qs = src + 8;
+    for (int ib = 0; ib < QK_K / 32; ++ib, qs += 16, q += 32) {
+      const int ls = ((sl[ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
+      *scale++ = d * float(ls - 32);  // deq_iq4_xs's dl: an exact product (f16 x 6-bit integer)
+      for (int j = 0; j < 16; ++j) q[j] = qs[j] & 0xF, q[j + 16] = qs[j] >> 4;
+    }
   }
 }
 

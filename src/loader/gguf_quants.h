@@ -64,5 +64,11 @@ void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
 // [-4, 3] as the code q = v + 32 (28..35), its signed 6-bit scale (sc - 32) as the i8 sc, its
 // f16 d as d, so that dequantize_row gives exactly scale[k / 16] * (q[k] - 32), scale = d x sc.
 void unpack_row_q3_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d, uint8_t* sc);
+// One IQ4_NL row (n % 32 == 0) / IQ4_XS row (n % 256 == 0) as its 4-bit codes q[n] (indices
+// into kIq4nlTable, kernels/int4_groups.h) and a scale per 32, scale[n / 32] (IQ4_NL: the f16 d;
+// IQ4_XS: d x (ls - 32), an exact f32 product), so that dequantize_row gives exactly
+// scale[k / 32] * kIq4nlTable[q[k]]: the int4-g32-nl kernels' lossless repack.
+void unpack_row_iq4_nl(const uint8_t* src, int64_t n, uint8_t* q, float* scale);
+void unpack_row_iq4_xs(const uint8_t* src, int64_t n, uint8_t* q, float* scale);
 
 }  // namespace nanovllm

@@ -161,6 +161,12 @@ Tensor dequantize_int4(const Int4Groups& w) {
         o[n * w.K + k] = s[n * w.G + gi[k]] * float(q[n * w.K + k]) + mn[n * w.G + gi[k]];
     return out;
   }
+  if (w.iq4_table) {  // scale x table value, as ggml's dequantize_row_iq4_*
+    for (int64_t n = 0; n < w.N; ++n)
+      for (int64_t k = 0; k < w.K; ++k)
+        o[n * w.K + k] = s[n * w.G + gi[k]] * float(kIq4nlTable[q[n * w.K + k] & 15]);
+    return out;
+  }
   const uint8_t* z = w.zeros.data<uint8_t>();
   for (int64_t n = 0; n < w.N; ++n)
     for (int64_t k = 0; k < w.K; ++k) {

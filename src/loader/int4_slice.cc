@@ -23,7 +23,7 @@ Int4Groups int4_rows(const Int4Groups& w, int64_t begin, int64_t count) {
   r.q = copy_rows(w.q, begin, count);
   r.scales = copy_rows(w.scales, begin, count);
   if (w.has_mins()) r.mins = copy_rows(w.mins, begin, count);
-  else r.zeros = copy_rows(w.zeros, begin, count);
+  else if (w.zeros.defined()) r.zeros = copy_rows(w.zeros, begin, count);  // (none with iq4_table)
   if (w.has_superblocks()) {
     r.d = copy_rows(w.d, begin, count);
     r.sub_scale = copy_rows(w.sub_scale, begin, count);
@@ -57,6 +57,8 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
     const Int4Groups& p = parts[i];
     NV_CHECK(p.bits == a.bits, "'", names[i], "' has ", p.bits, "-bit codes, '", names[0], "' ", a.bits,
              ": they cannot be one int4 weight");
+    NV_CHECK(p.iq4_table == a.iq4_table, "'", names[i], "' and '", names[0],
+             "' differ in their codes (ggml's IQ4 table / integers): they cannot be one int4 weight");
     NV_CHECK(p.has_mins() == a.has_mins(), "'", names[i], "' and '", names[0],
              "' store their groups differently (scale and min / integer zero points)");
     NV_CHECK(p.K == a.K && p.G == a.G, "'", names[i], "' has ", p.K, " input features in ", p.G, " groups, '",
@@ -69,7 +71,7 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
   r.q = Tensor::empty({r.N, a.K}, DType::U8);
   r.scales = Tensor::empty({r.N, a.G}, DType::F32);
   if (a.has_mins()) r.mins = Tensor::empty({r.N, a.G}, DType::F32);
-  else r.zeros = Tensor::empty({r.N, a.G}, DType::U8);
+  else if (a.zeros.defined()) r.zeros = Tensor::empty({r.N, a.G}, DType::U8);
   // Superblock factors survive when every part has them (else the f32 products carry on alone).
   bool sb = true;
   for (const Int4Groups& p : parts) sb = sb && p.has_superblocks();
@@ -88,7 +90,7 @@ Int4Groups int4_concat_rows(const std::vector<Int4Groups>& parts, const std::vec
     std::memcpy(r.q.data<uint8_t>() + row * a.K, p.q.raw(), p.q.nbytes());
     std::memcpy(r.scales.data<float>() + row * a.G, p.scales.raw(), p.scales.nbytes());
     if (a.has_mins()) std::memcpy(r.mins.data<float>() + row * a.G, p.mins.raw(), p.mins.nbytes());
-    else std::memcpy(r.zeros.data<uint8_t>() + row * a.G, p.zeros.raw(), p.zeros.nbytes());
+    else if (a.zeros.defined()) std::memcpy(r.zeros.data<uint8_t>() + row * a.G, p.zeros.raw(), p.zeros.nbytes());
     if (sb) {
       NV_CHECK(p.d.size(1) == a.d.size(1), "'", names[0], "': superblock counts differ");
       std::memcpy(r.d.data<float>() + row * a.d.size(1), p.d.raw(), p.d.nbytes());

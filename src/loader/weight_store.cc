@@ -134,6 +134,10 @@ int WeightStore::int4_bits(const std::string& name) const {
   return gguf_ ? gguf_->int4_bits(name) : 0;
 }
 
+bool WeightStore::int4_table(const std::string& name) const {
+  return !(int4_ && int4_->has(name)) && gguf_ && gguf_->int4_table(name);
+}
+
 Int4Groups WeightStore::take_int4(const std::string& name, const Shape& expected) const {
   if (gguf_ && gguf_->has_int4(name)) {
     Int4Groups g = gguf_->get_int4(name);

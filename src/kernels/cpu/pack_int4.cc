@@ -25,7 +25,7 @@ void check_input(const Int4Groups& w) {
   if (w.has_mins())
     NV_CHECK(w.mins.dtype() == DType::F32 && (w.mins.shape() == Shape{w.N, w.G}), "int4 groups: mins ",
              w.mins.str(), " must be F32 [", w.N, ", ", w.G, "]");
-  else
+  else if (!w.iq4_table)
     NV_CHECK(w.zeros.dtype() == DType::U8 && (w.zeros.shape() == Shape{w.N, w.G}), "int4 groups: zeros ",
              w.zeros.str(), " must be U8 [", w.N, ", ", w.G, "]");
   NV_CHECK(w.g_idx.dtype() == DType::I32 && (w.g_idx.shape() == Shape{w.K}), "int4 groups: g_idx ",
@@ -141,6 +141,51 @@ QuantizedWeight pack_superblocks(const Int4Groups& w, const ColumnPlan& plan, Th
   return qw;
 }
 
+// IQ4_NL / IQ4_XS codes (indices into kIq4nlTable) with their f32 scales: int4-g32-nl, the codes
+// and scales as they are (groups cut by a tensor-parallel slice become gathered groups of 32).
+QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  NV_CHECK(!w.has_mins() && !w.has_superblocks(), "int4 groups: IQ4 table codes come with scales only");
+  for (int64_t i = 0; i < w.N * w.K; ++i)
+    NV_CHECK(w.q.data<uint8_t>()[i] < 16, "int4 groups: row ", i / w.K, " column ", i % w.K, ": code ",
+             int(w.q.data<uint8_t>()[i]), " is not 4-bit");
+  const ColumnPlan plan = plan_columns(w, false);
+  QuantScheme scheme = parse_quant_scheme("int4-g32-nl");
+  const int64_t Kg = int64_t(plan.act_index.size());
+  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
+  NV_CHECK_EQ(qw.Kp, Kg, "IQ4 repack: padded K");
+  if (!plan.identity) {
+    qw.act_index = Tensor::empty({Kg}, DType::I32);
+    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
+    qw.in_features = w.K;
+  }
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes();
+  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
+  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
+           "pack_int4_groups: allocator returned ", qw.data.str());
+  const uint8_t* q = w.q.data<uint8_t>();
+  const float* s = w.scales.data<float>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: scale 0
+      for (int64_t j = 0; j < Kg / 32; ++j) {
+        uint8_t* r8 = blk + j * rec;
+        const int64_t src = plan.src_group[size_t(j)];
+        for (int64_t r = 0; r < R && b * R + r < w.N; ++r) {
+          const int64_t n = b * R + r;
+          reinterpret_cast<float*>(r8 + 256)[r] = s[n * w.G + src];
+          for (int64_t e = 0; e < 32; ++e) {
+            const int32_t col = plan.act_index[size_t(j * 32 + e)];  // padding: x is 0 there
+            const uint8_t code = col >= 0 ? q[n * w.K + col] : uint8_t(8);
+            r8[int4_offset(r, e)] |= uint8_t(code << ((e % 8) >= 4 ? 4 : 0));
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * Kg, int64_t(1) << 16));
+  return qw;
+}
+
 }  // namespace
 
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
@@ -148,6 +193,7 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
   if (w.bits == 5) return pack_int5_groups(w, pool, alloc);  // Q5_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");
   check_input(w);
+  if (w.iq4_table) return pack_iq4(w, pool, alloc);
   const bool f32 = w.has_mins();  // scale and min in f32: the f32_params layout (group 32 only)
   const ColumnPlan plan = plan_columns(w, !f32);
   if (f32 && w.has_superblocks() && superblocks_fit(w, plan)) return pack_superblocks(w, plan, pool, alloc);

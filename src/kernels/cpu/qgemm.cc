@@ -8,6 +8,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/quant_act.h"
 #include "kernels/cpu/qgemm_kernels.h"
+#include "kernels/int4_groups.h"
 #include "util/cpu_features.h"
 
 namespace nanovllm::cpu {
@@ -38,6 +39,7 @@ QWeightView view_of(const QuantizedWeight& w) {
   v.zero_points = w.scheme.zero_points;
   v.f32_params = w.scheme.f32_params;
   v.k_superblocks = w.scheme.k_superblocks;
+  v.nl_table = w.scheme.nl_table;
   v.N = w.N;
   v.Kp = w.Kp;
   v.block_bytes = w.block_bytes;
@@ -78,7 +80,7 @@ QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightVi
   // int4 / int5 / int6 codes are the unsigned operand: they take signed activations.
   const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6;
   const bool offset = offset128 && !int4;
-  const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : 8;  // see QActs::gsum8
+  const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : w.nl_table ? 128 : 8;  // see QActs::gsum8
   const int64_t ng = int4 ? Kp / g : 0;
   b.x.resize(size_t(M * Kp));
   b.sx.resize(size_t(M));
@@ -187,6 +189,14 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
             const float mn = f16_to_f32(dd[16 + r]) * float(sb[2176 + 16 * (gi % 8) + r]);
             acc = std::fma(float(d), sc, acc);
             acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
+            continue;
+          }
+          if (w.nl_table) {  // int4-g32-nl: the table's values times x8, an f32 scale per group
+            const uint8_t* rn = blk + gi * (8 * g + 64);
+            int32_t d = 0;
+            for (int e = 0; e < g; ++e)
+              d += kIq4nlTable[(rn[(e / 8) * 64 + 4 * r + e % 4] >> ((e % 8) >= 4 ? 4 : 0)) & 15] * x[gi * g + e];
+            acc = std::fma(float(d), reinterpret_cast<const float*>(rn + 8 * g)[r], acc);
             continue;
           }
           const uint8_t* rg = blk + gi * rec;

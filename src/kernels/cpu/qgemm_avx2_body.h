@@ -231,6 +231,78 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
   }
 }
 
+// int4-g32-nl (IQ4_NL / IQ4_XS as stored): each nibble becomes its table value through
+// vpshufb. VNNI: value + 128 (1..241) as the unsigned operand, minus 128 x the group's sum of x8
+// (gsum8). Without VNNI pmaddubsw would saturate on 241 x 127 pairs, so (as int8) |value| x
+// sign(x8, value), pairs <= 2 x 127 x 127, widened by pmaddwd at once (two such pairs overflow
+// 16 bits). Both give the integer sum of value x x8; then the group's f32 scale.
+#if NV_QVNNI
+alignas(16) constexpr uint8_t kIq4nlLut[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+#else
+alignas(16) constexpr int8_t kIq4nlLut[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+#endif
+
+inline __m256i nl_dot(__m256i acc, __m256i vals, __m256i x) {
+#if NV_QVNNI
+  return dot_u8s8(acc, vals, x);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(vals, vals),
+                                                                      _mm256_sign_epi8(x, vals)),
+                                                 _mm256_set1_epi16(1)));
+#endif
+}
+
+template <int MB, int HB>
+void int4nl_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
+  constexpr int G = 32, kLines = 4, kRec = 8 * G + 64;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4nlLut)));
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const uint8_t* r = blk + gi * kRec;
+        const uint8_t* xg = a.x + gi * G;
+        __m256i acc[HB][MB];
+        for (int hh = 0; hh < HB; ++hh)
+          for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
+        for (int t = 0; t < kLines; ++t) {
+          __m256i vlo[HB], vhi[HB];
+          for (int hh = 0; hh < HB; ++hh) {
+            const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
+            vlo[hh] = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, lo4));
+            vhi[hh] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4));
+          }
+          for (int m = 0; m < MB; ++m) {
+            const uint8_t* xm = xg + m * Kp + 8 * t;
+            const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
+            for (int hh = 0; hh < HB; ++hh) acc[hh][m] = nl_dot(nl_dot(acc[hh][m], vlo[hh], xlo), vhi[hh], xhi);
+          }
+        }
+        for (int hh = 0; hh < HB; ++hh) {
+          const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * (h0 + hh)));
+          for (int m = 0; m < MB; ++m) {
+            __m256i d = acc[hh][m];
+#if NV_QVNNI
+            d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
+#endif
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+          }
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 // int4-g32-zp-k (Q4_K's own parameters, kernels/quantized.h): as int4_rows<.., 32, true, true>,
 // with each group's scale d x sc and min dmin x m formed from the superblock's factors (exact f32
 // products, and facc - gsum x (dmin x m) rounds as facc + gsum x min: the same bits).
@@ -442,6 +514,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.nl_table) return int4nl_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.f32_params) return int4_rows<MB, HB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, HB, 32, true>(w, a, b0, b1, out, ldo)

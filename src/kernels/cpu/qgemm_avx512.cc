@@ -139,15 +139,22 @@ NV_TARGET_VNNI512 void int8g_rows(const QWeightView& w, const QActs& a, int64_t 
 template <int MB>
 constexpr int kChains4 = MB == 1 ? 2 : 1;  // per nibble half
 
-template <int MB, int G, bool ZP, bool F32 = false>
+// NL (int4-g32-nl): each nibble becomes its IQ4_NL table value + 128 (vpshufb, 1..241: the
+// unsigned operand), the high nibbles shifted down first; minus 128 x the group's sum of x8
+// (gsum8), then the group's f32 scale. The same integer dot as the scalar sum of value x x8.
+alignas(16) constexpr uint8_t kIq4nlPlus128[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+
+template <int MB, int G, bool ZP, bool F32 = false, bool NL = false>
 NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                  float* out, int64_t ldo) {
   static_assert(!F32 || ZP, "f32 parameters come with zero points");
+  static_assert(!NL || (!ZP && G == 32), "the IQ4 table layout is symmetric, group 32");
   constexpr int kLines = G / 8;  // 64-byte lines of packed nibbles per group record
-  constexpr int kRec = F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
+  constexpr int kRec = NL ? 8 * G + 64 : F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
   constexpr int C = kChains4<MB>;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4nlPlus128)));
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     __m512 facc[MB];
@@ -163,7 +170,13 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
         if constexpr (kPrefetch<MB>)
           _mm_prefetch(reinterpret_cast<const char*>(r + 64 * t + kStreamPrefetchBytes), _MM_HINT_T0);
         const __m512i v = _mm512_loadu_si512(r + 64 * t);
-        const __m512i vlo = _mm512_and_si512(v, lo4), vhi16 = _mm512_and_si512(v, hi4);
+        __m512i vlo = _mm512_and_si512(v, lo4), vhi16;
+        if constexpr (NL) {
+          vlo = _mm512_shuffle_epi8(lut, vlo);
+          vhi16 = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4));  // not 16x
+        } else {
+          vhi16 = _mm512_and_si512(v, hi4);
+        }
         const int c = t % C;
         for (int m = 0; m < MB; ++m) {
           const uint8_t* xm = xg + m * Kp + 8 * t;
@@ -177,7 +190,9 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
           _mm_prefetch(reinterpret_cast<const char*>(r + 8 * G + 64 + kStreamPrefetchBytes), _MM_HINT_T0);
       }
       __m512 sc, mn = _mm512_setzero_ps();
-      if constexpr (F32) {
+      if constexpr (NL) {
+        sc = _mm512_loadu_ps(r + 8 * G);
+      } else if constexpr (F32) {
         sc = _mm512_loadu_ps(r + 8 * G);
         mn = _mm512_loadu_ps(r + 8 * G + 64);
       } else {
@@ -187,7 +202,7 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
       for (int m = 0; m < MB; ++m) {
         __m512i dl = lo[m][0], dh = hi[m][0];
         for (int c = 1; c < C; ++c) dl = _mm512_add_epi32(dl, lo[m][c]), dh = _mm512_add_epi32(dh, hi[m][c]);
-        __m512i d = _mm512_add_epi32(dl, _mm512_srai_epi32(dh, 4));
+        __m512i d = _mm512_add_epi32(dl, NL ? dh : _mm512_srai_epi32(dh, 4));
         if constexpr (!ZP) d = _mm512_sub_epi32(d, _mm512_set1_epi32(a.gsum8[m * ng + gi]));
         facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
         if constexpr (ZP) facc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
@@ -513,6 +528,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.nl_table) return int4_rows<MB, 32, false, false, true>(w, a, b0, b1, out, ldo);
   if (w.f32_params) return int4_rows<MB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, 32, true>(w, a, b0, b1, out, ldo)

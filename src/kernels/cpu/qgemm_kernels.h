@@ -22,6 +22,7 @@ struct QWeightView {
   bool zero_points = false;
   bool f32_params = false;     // int4-g32-zp with f32 scale and min (kernels/quantized.h)
   bool k_superblocks = false;  // int4-g32-zp with Q4_K's two-level scale and min (same)
+  bool nl_table = false;       // int4-g32-nl: codes index ggml's IQ4_NL table, f32 scales (same)
   int64_t N = 0, Kp = 0, block_bytes = 0;
   const uint8_t* data = nullptr;
   const float* scales = nullptr;      // int8 [Np]
@@ -36,7 +37,8 @@ struct QActs {
   bool offset128 = false;
   const float* sx = nullptr;       // [M] per-row scale: x ~ sx * x8
   // int4 symmetric: 8 * sum of x8 over each group [M, Kp/g]; int6: -32 * that sum (where its
-  // kernels start each group's dot chain: one broadcast load, no negation in the loop)
+  // kernels start each group's dot chain: one broadcast load, no negation in the loop);
+  // int4-g32-nl: 128 * that sum (the VNNI kernels take table value + 128 as the unsigned operand)
   const int32_t* gsum8 = nullptr;
   const float* gsumf = nullptr;    // int4 zero points: sum of x8 over each group [M, Kp/g]
 };

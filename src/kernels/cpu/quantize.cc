@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/quantize_int4.h"
+#include "kernels/int4_groups.h"
 #include "util/check.h"
 
 namespace nanovllm::cpu {
@@ -225,6 +226,9 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
              scheme.group);
     NV_CHECK(!scheme.f32_params || (scheme.group == 32 && scheme.zero_points),
              "int4 f32 parameters need group 32 with zero points, got ", scheme.str());
+    NV_CHECK(!scheme.nl_table || (scheme.group == 32 && !scheme.zero_points && !scheme.f32_params &&
+                                  !scheme.k_superblocks),
+             "the IQ4 table layout is group 32, symmetric, got ", scheme.str());
     if (scheme.k_superblocks) {
       NV_CHECK(scheme.group == 32 && scheme.zero_points && !scheme.f32_params && K % 256 == 0,
                "int4 superblocks need group 32 with zero points and K a multiple of 256, got ",
@@ -249,8 +253,12 @@ int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
-  NV_CHECK(!scheme.k_superblocks, "quantize_weight: ", scheme.str(), " is made only by a repack of ",
-           scheme.kind == QuantKind::Int6 ? "Q6_K" : scheme.kind == QuantKind::Int5 ? "Q5_K" : "Q4_K");
+  NV_CHECK(!scheme.k_superblocks && !scheme.nl_table, "quantize_weight: ", scheme.str(),
+           " is made only by a repack of ",
+           scheme.nl_table                 ? "IQ4_NL / IQ4_XS"
+           : scheme.kind == QuantKind::Int6 ? "Q6_K"
+           : scheme.kind == QuantKind::Int5 ? "Q5_K"
+                                            : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
   NV_CHECK(dt == DType::F32 || dt == DType::BF16 || dt == DType::F16,
@@ -343,6 +351,10 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
     if (q.scheme.f32_params) {
       const float* f = reinterpret_cast<const float*>(r8 + 8 * g);
       out[k] = f[r] * float(v) + f[16 + r];
+      continue;
+    }
+    if (q.scheme.nl_table) {  // ggml's dequantize_row_iq4_*: scale x table value
+      out[k] = reinterpret_cast<const float*>(r8 + 8 * g)[r] * float(kIq4nlTable[v]);
       continue;
     }
     const uint16_t* scales = reinterpret_cast<const uint16_t*>(r8 + 8 * g);

@@ -1,4 +1,5 @@
-// ggml's Q6_K and Q5_K onto the int6-g16-k and int5-g32-zp-k kernels (kernels/cpu/pack_kquants.h):
+// ggml's Q6_K and Q5_K onto the int6-g16-k and int5-g32-zp-k kernels (kernels/cpu/pack_kquants.h),
+// IQ4_NL / IQ4_XS onto int4-g32-nl (kernels/cpu/pack_int4.h):
 // every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
 // against the f64 product with the int8 activations and against their one summation order,
 // tensor-parallel cuts, and malformed input.
@@ -11,6 +12,7 @@
 #include "kernel_test_util.h"
 #include "kernels/cpu/pack_int4.h"
 #include "kernels/cpu/qgemm.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/quant_act.h"
 
 using namespace nanovllm;
@@ -48,6 +50,24 @@ Int4Groups random_q6k_groups(int64_t N, int64_t K, uint32_t seed) {
 
 // Q5_K-shaped groups: codes 0..31, per 32 columns 6-bit sc and m, per 256 f16 d and dmin;
 // scale = d x sc, min = -(dmin x m) (as loader/gguf_quants.h unpacks a file).
+// IQ4-shaped groups: codes 0..15 into kIq4nlTable, an f32 scale per 32 (IQ4_XS's d x (ls - 32):
+// an f16 value times an integer in [-32, 31], 17 significant bits, not an f16 value).
+Int4Groups random_iq4_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng{seed};
+  Int4Groups w;
+  w.iq4_table = true;
+  w.N = N, w.K = K, w.G = K / 32;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(rng() % 16);
+  for (int64_t i = 0; i < N * w.G; ++i)
+    w.scales.data<float>()[i] = f16_to_f32(f32_to_f16(std::ldexp(float(rng() % 1024) / 1024.f + 1.f, -12))) *
+                                float(int(rng() % 64) - 32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  return w;
+}
+
 Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
   std::mt19937 rng(seed);
   Int4Groups w;
@@ -85,6 +105,7 @@ Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
 float reference(const Int4Groups& w, int64_t n, int64_t k) {
   const int64_t g = n * w.G + w.g_idx.data<int32_t>()[k];
   const int q = w.q.data<uint8_t>()[n * w.K + k];
+  if (w.iq4_table) return w.scales.data<float>()[g] * float(kIq4nlTable[q]);
   if (w.bits == 5) return w.scales.data<float>()[g] * float(q) + w.mins.data<float>()[g];
   return w.scales.data<float>()[g] * float(q - 32);
 }
@@ -319,4 +340,71 @@ TEST(PackInt5, RejectsMalformedInput) {
   EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
   EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int5-g32-zp-k"), pool),
                Error);
+}
+
+TEST(PackIq4, TableCodesAreExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_iq4_groups(37, 768, 71);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int4-g32-nl");
+  EXPECT_FALSE(q.act_index.defined());
+  EXPECT_EQ(q.block_bytes, 24 * 320);  // 24 groups of [4 nibble lines][16 f32 scales]
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  // Tensor-parallel column slices at and inside a group (a gather with zero columns).
+  const Int4Groups half = columns(w, 384, 384), odd = columns(w, 100, 300);
+  const QuantizedWeight qh = cpu::pack_int4_groups(half, pool), qo = cpu::pack_int4_groups(odd, pool);
+  EXPECT_FALSE(qh.act_index.defined());
+  ASSERT_TRUE(qo.act_index.defined());
+  EXPECT_EQ(qo.x_features(), 300);
+  EXPECT_EQ(exact_rows(half, qh), half.N);
+  EXPECT_EQ(exact_rows(odd, qo), odd.N);
+  for (const Int4Groups* c : {&w, &half, &odd}) expect_kernels_match_reference(*c, pool);
+  // Made only by a repack.
+  EXPECT_THROW(cpu::quantize_weight(test::rand_tensor({16, 64}, DType::F32), parse_quant_scheme("int4-g32-nl"), pool),
+               Error);
+}
+
+// One summation order on every ISA: per group of 32 the integer sum of table value x x8, times
+// the group's f32 scale, fused into one f32 accumulator in group order, times the row's
+// activation scale. The same bits for M rows at once as for one.
+TEST(PackIq4, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_iq4_groups(21, 512, 72);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  const int64_t M = 9, K = w.K;
+  std::mt19937 rng{9};
+  std::normal_distribution<float> nd;
+  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
+  x.data<float>()[5] = 40.f;  // a row whose int8 activations reach -127 / 127 (pmaddubsw's worst case)
+  x.data<float>()[6] = -40.f;
+  cpu::quantized_linear(x, q, nullptr, y, pool);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<uint8_t> x8(static_cast<size_t>(K));
+    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
+    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
+    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
+    cpu::quantized_linear(x1, q, nullptr, y1, pool);
+    for (int64_t n = 0; n < w.N; ++n) {
+      float acc = 0.f;
+      for (int64_t g = 0; g < K / 32; ++g) {
+        int32_t dot = 0;
+        for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
+          dot += int32_t(int8_t(x8[size_t(k)])) * kIq4nlTable[w.q.data<uint8_t>()[n * K + k]];
+        acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
+      }
+      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
+      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+    }
+  }
+}
+
+TEST(PackIq4, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  Int4Groups w = random_iq4_groups(16, 256, 73);
+  w.q.data<uint8_t>()[17] = 16;  // not a 4-bit code
+  EXPECT_THROW(cpu::pack_int4_groups(w, pool), Error);
+  Int4Groups m = random_iq4_groups(16, 256, 74);
+  m.mins = Tensor::zeros({16, 8}, DType::F32);  // table codes take no mins
+  EXPECT_THROW(cpu::pack_int4_groups(m, pool), Error);
 }

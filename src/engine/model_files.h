@@ -32,7 +32,8 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 // The majority's scheme: reported as the model's quantization; it sets the LM head's default
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K
 // Q5_K and Q6_K linears run as stored instead (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k: ModelLoadOptions::
-// checkpoint_int4), and Q3_K in Q6_K's form (int6-g16-k, lossless); the table's schemes serve a
+// checkpoint_int4), Q3_K in Q6_K's form (int6-g16-k) and IQ4_NL / IQ4_XS as table codes
+// (int4-g32-nl), all lossless; the table's schemes serve a
 // fused weight whose parts differ in code width (a Q4_K q / k with a Q6_K v: the most precise
 // part's scheme).
 QuantScheme gguf_default_quantization(const std::string& model);

@@ -236,11 +236,13 @@ void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, flo
 // (gsum8). Without VNNI pmaddubsw would saturate on 241 x 127 pairs, so (as int8) |value| x
 // sign(x8, value), pairs <= 2 x 127 x 127, widened by pmaddwd at once (two such pairs overflow
 // 16 bits). Both give the integer sum of value x x8; then the group's f32 scale.
+inline const void* iq4nl_lut() {
 #if NV_QVNNI
-alignas(16) constexpr uint8_t kIq4nlLut[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+  return kIq4nlPlus128.data();
 #else
-alignas(16) constexpr int8_t kIq4nlLut[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  return kIq4nlTable;
 #endif
+}
 
 inline __m256i nl_dot(__m256i acc, __m256i vals, __m256i x) {
 #if NV_QVNNI
@@ -257,7 +259,7 @@ void int4nl_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, f
   constexpr int G = 32, kLines = 4, kRec = 8 * G + 64;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
-  const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4nlLut)));
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(iq4nl_lut())));
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block

@@ -142,7 +142,6 @@ constexpr int kChains4 = MB == 1 ? 2 : 1;  // per nibble half
 // NL (int4-g32-nl): each nibble becomes its IQ4_NL table value + 128 (vpshufb, 1..241: the
 // unsigned operand), the high nibbles shifted down first; minus 128 x the group's sum of x8
 // (gsum8), then the group's f32 scale. The same integer dot as the scalar sum of value x x8.
-alignas(16) constexpr uint8_t kIq4nlPlus128[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
 
 template <int MB, int G, bool ZP, bool F32 = false, bool NL = false>
 NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
@@ -154,7 +153,7 @@ NV_TARGET_VNNI512 void int4_rows(const QWeightView& w, const QActs& a, int64_t b
   constexpr int C = kChains4<MB>;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m512i lo4 = _mm512_set1_epi8(0x0F), hi4 = _mm512_set1_epi8(char(0xF0));
-  const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kIq4nlPlus128)));
+  const __m512i lut = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlPlus128.data())));
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* blk = w.data + b * w.block_bytes;
     __m512 facc[MB];

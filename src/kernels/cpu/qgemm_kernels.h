@@ -9,11 +9,21 @@
 #pragma once
 #include <cstdint>
 
+#include <array>
+
+#include "kernels/int4_groups.h"
 #include "kernels/quantized.h"
 
 namespace nanovllm::cpu {
 
 constexpr int kQMaxRows = 8;  // activation rows per kernel call (register accumulators)
+
+// int4-g32-nl on the VNNI kernels: each table value + 128 (1..241), the unsigned vpdpbusd operand.
+inline constexpr std::array<uint8_t, 16> kIq4nlPlus128 = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i) t[size_t(i)] = uint8_t(kIq4nlTable[i] + 128);
+  return t;
+}();
 
 // The weight as plain pointers (no library code runs inside the ISA-specific files).
 struct QWeightView {

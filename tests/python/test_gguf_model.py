@@ -201,7 +201,7 @@ def test_repack_is_within_half_an_int8_step(ttype, qwen_small, tmp_path):
 
 @pytest.mark.parametrize("arch,ttype", [("qwen3", "Q4_K"), ("llama", "Q4_K"), ("qwen3_moe", "Q4_K"),
                                         ("qwen3", "Q5_K"), ("qwen3", "Q6_K"), ("qwen3", "Q3_K"),
-                                        ("qwen3", "IQ4_XS"), ("llama", "IQ4_NL")])
+                                        ("qwen3", "IQ4_XS"), ("llama", "IQ4_NL"), ("qwen3_moe", "IQ4_XS")])
 def test_k_quants_run_as_stored(arch, ttype, qwen_small, tmp_path):
     """A Q4_K / Q5_K / Q6_K / Q3_K / IQ4 file under --quantization auto: its weights are exact (test_repack_is_lossless), so
     what separates its logits from the exact dense model (--quantization none) is the
@@ -215,9 +215,9 @@ def test_k_quants_run_as_stored(arch, ttype, qwen_small, tmp_path):
     types = gguf_ref.model_to_gguf(model, str(g), ttype)
     assert types["blk.0.attn_q.weight"] == ttype, types
     if arch == "qwen3_moe":  # the expert stacks as stored too
-        assert types["blk.0.ffn_gate_exps.weight"] == "Q4_K", types
+        assert types["blk.0.ffn_gate_exps.weight"] == ttype, types
         info = json.loads(run_cli("gguf-info", g, "--json", "--repack-check"))
-        assert info["repack"]["by_type"]["Q4_K"]["exact_rows"] == info["repack"]["by_type"]["Q4_K"]["rows"]
+        assert info["repack"]["by_type"][ttype]["exact_rows"] == info["repack"]["by_type"][ttype]["rows"]
     exact, auto = (logits(str(g), ids, tmp_path / f"k-{q}.npy", q) for q in ("none", "auto"))
     g8 = tmp_path / f"{arch}-Q8_0.gguf"
     gguf_ref.model_to_gguf(model, str(g8), "Q8_0")

@@ -141,6 +141,25 @@ QuantizedWeight pack_superblocks(const Int4Groups& w, const ColumnPlan& plan, Th
   return qw;
 }
 
+// The layout of `scheme` for the plan's columns (K = the plan's gathered width), its act_index
+// when the plan gathers, and its allocated data.
+QuantizedWeight planned_layout(const Int4Groups& w, const ColumnPlan& plan, const QuantScheme& scheme,
+                               const U8Allocator& alloc) {
+  const int64_t Kg = int64_t(plan.act_index.size());
+  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
+  NV_CHECK_EQ(qw.Kp, Kg, "int4 repack: padded K");
+  if (!plan.identity) {
+    qw.act_index = Tensor::empty({Kg}, DType::I32);
+    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
+    qw.in_features = w.K;
+  }
+  const int64_t nblocks = qw.Np / QuantizedWeight::kBlockRows;
+  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
+  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
+           "pack_int4_groups: allocator returned ", qw.data.str());
+  return qw;
+}
+
 // IQ4_NL / IQ4_XS codes (indices into kIq4nlTable) with their f32 scales: int4-g32-nl, the codes
 // and scales as they are (groups cut by a tensor-parallel slice become gathered groups of 32).
 QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
@@ -149,19 +168,8 @@ QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocato
     NV_CHECK(w.q.data<uint8_t>()[i] < 16, "int4 groups: row ", i / w.K, " column ", i % w.K, ": code ",
              int(w.q.data<uint8_t>()[i]), " is not 4-bit");
   const ColumnPlan plan = plan_columns(w, false);
-  QuantScheme scheme = parse_quant_scheme("int4-g32-nl");
-  const int64_t Kg = int64_t(plan.act_index.size());
-  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
-  NV_CHECK_EQ(qw.Kp, Kg, "IQ4 repack: padded K");
-  if (!plan.identity) {
-    qw.act_index = Tensor::empty({Kg}, DType::I32);
-    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
-    qw.in_features = w.K;
-  }
-  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes();
-  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
-  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
-           "pack_int4_groups: allocator returned ", qw.data.str());
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int4-g32-nl"), alloc);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes(), Kg = qw.Kp;
   const uint8_t* q = w.q.data<uint8_t>();
   const float* s = w.scales.data<float>();
   pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
@@ -211,19 +219,9 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
   scheme.group = plan.group;
   scheme.zero_points = !symmetric;
   scheme.f32_params = f32;
-  const int64_t Kg = int64_t(plan.act_index.size());
-  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
-  NV_CHECK_EQ(qw.Kp, Kg, "int4 repack: padded K");
-  if (!plan.identity) {
-    qw.act_index = Tensor::empty({Kg}, DType::I32);
-    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
-    qw.in_features = w.K;
-  }
-  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, g = plan.group;
+  QuantizedWeight qw = planned_layout(w, plan, scheme, alloc);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, g = plan.group, Kg = qw.Kp;
   const int64_t rec = qw.group_record_bytes();
-  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
-  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
-           "pack_int4_groups: allocator returned ", qw.data.str());
   const uint8_t* q = w.q.data<uint8_t>();
   const uint8_t* z = f32 ? nullptr : w.zeros.data<uint8_t>();
   const float* mn = f32 ? w.mins.data<float>() : nullptr;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "kernel_test_util.h"
@@ -152,6 +153,35 @@ void expect_kernels_match_reference(const Int4Groups& w, ThreadPool& pool) {
   }
 }
 
+// x [9, K] (seed; `extremes`: one row reaching x8 = -127 / 127) through q at once and row by
+// row: both must equal expected(x8, n) x sx bit for bit, expected being row n's f32 accumulator
+// recomputed in the kernels' one summation order (under each ISA cap ctest runs).
+void expect_one_order(const Int4Groups& w, const QuantizedWeight& q, uint32_t seed, bool extremes,
+                      const std::function<float(const std::vector<int32_t>& x8, int64_t n)>& expected) {
+  ThreadPool pool(1);
+  const int64_t M = 9, K = w.K;
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> nd;
+  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
+  if (extremes) x.data<float>()[5] = 40.f, x.data<float>()[6] = -40.f;
+  cpu::quantized_linear(x, q, nullptr, y, pool);
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<uint8_t> x8(static_cast<size_t>(K));
+    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
+    std::vector<int32_t> xs(x8.size());
+    for (size_t k = 0; k < x8.size(); ++k) xs[k] = int8_t(x8[k]);
+    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
+    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
+    cpu::quantized_linear(x1, q, nullptr, y1, pool);
+    for (int64_t n = 0; n < w.N; ++n) {
+      const float acc = expected(xs, n);
+      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
+      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+    }
+  }
+}
+
 }  // namespace
 
 TEST(PackInt6, Q6KIsExact) {
@@ -192,35 +222,18 @@ TEST(PackInt6, Q6KIsExact) {
 TEST(PackInt6, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   const Int4Groups w = random_q6k_groups(21, 512, 62);
-  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
-  const int64_t M = 9, K = w.K, S = K / 256;
-  std::mt19937 rng{7};
-  std::normal_distribution<float> nd;
-  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
-  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
-  cpu::quantized_linear(x, q, nullptr, y, pool);
-  for (int64_t m = 0; m < M; ++m) {
-    std::vector<uint8_t> x8(static_cast<size_t>(K));
-    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
-    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
-    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
-    cpu::quantized_linear(x1, q, nullptr, y1, pool);
-    for (int64_t n = 0; n < w.N; ++n) {
-      float acc = 0.f;
-      for (int64_t g = 0; g < K / 16; ++g) {
-        int32_t dot = 0, sum = 0;
-        for (int64_t k = 16 * g; k < 16 * g + 16; ++k) {
-          const int32_t xv = int8_t(x8[size_t(k)]);
-          dot += xv * w.q.data<uint8_t>()[n * K + k];
-          sum += xv;
-        }
-        const float sc = w.d.data<float>()[n * S + g / 16] * float(int8_t(w.sub_scale.data<uint8_t>()[n * w.G + g]));
-        acc = std::fma(float(dot - 32 * sum), sc, acc);
-      }
-      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
-      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+  const int64_t K = w.K, S = K / 256;
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 7, false, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t g = 0; g < K / 16; ++g) {
+      int32_t dot = 0, sum = 0;
+      for (int64_t k = 16 * g; k < 16 * g + 16; ++k)
+        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+      const float sc = w.d.data<float>()[n * S + g / 16] * float(int8_t(w.sub_scale.data<uint8_t>()[n * w.G + g]));
+      acc = std::fma(float(dot - 32 * sum), sc, acc);
     }
-  }
+    return acc;
+  });
 }
 
 TEST(PackInt6, RejectsMalformedInput) {
@@ -286,37 +299,20 @@ TEST(PackInt5, Q5KIsExact) {
 TEST(PackInt5, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   const Int4Groups w = random_q5k_groups(21, 512, 72);
-  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
-  const int64_t M = 9, K = w.K, S = K / 256;
-  std::mt19937 rng{8};
-  std::normal_distribution<float> nd;
-  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
-  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
-  cpu::quantized_linear(x, q, nullptr, y, pool);
-  for (int64_t m = 0; m < M; ++m) {
-    std::vector<uint8_t> x8(static_cast<size_t>(K));
-    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
-    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
-    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
-    cpu::quantized_linear(x1, q, nullptr, y1, pool);
-    for (int64_t n = 0; n < w.N; ++n) {
-      float acc = 0.f;
-      for (int64_t g = 0; g < K / 32; ++g) {
-        int32_t dot = 0, sum = 0;
-        for (int64_t k = 32 * g; k < 32 * g + 32; ++k) {
-          const int32_t xv = int8_t(x8[size_t(k)]);
-          dot += xv * w.q.data<uint8_t>()[n * K + k];
-          sum += xv;
-        }
-        const float sc = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
-        const float mn = w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
-        acc = std::fma(float(dot), sc, acc);
-        acc = std::fma(float(sum), -mn, acc);
-      }
-      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
-      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+  const int64_t K = w.K, S = K / 256;
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 8, false, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t g = 0; g < K / 32; ++g) {
+      int32_t dot = 0, sum = 0;
+      for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
+        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+      const float sc = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
+      const float mn = w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
+      acc = std::fma(float(dot), sc, acc);
+      acc = std::fma(float(sum), -mn, acc);
     }
-  }
+    return acc;
+  });
 }
 
 TEST(PackInt5, RejectsMalformedInput) {
@@ -370,33 +366,17 @@ TEST(PackIq4, TableCodesAreExact) {
 TEST(PackIq4, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   const Int4Groups w = random_iq4_groups(21, 512, 72);
-  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
-  const int64_t M = 9, K = w.K;
-  std::mt19937 rng{9};
-  std::normal_distribution<float> nd;
-  Tensor x = Tensor::empty({M, K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
-  for (int64_t i = 0; i < M * K; ++i) x.data<float>()[i] = nd(rng);
-  x.data<float>()[5] = 40.f;  // a row whose int8 activations reach -127 / 127 (pmaddubsw's worst case)
-  x.data<float>()[6] = -40.f;
-  cpu::quantized_linear(x, q, nullptr, y, pool);
-  for (int64_t m = 0; m < M; ++m) {
-    std::vector<uint8_t> x8(static_cast<size_t>(K));
-    const float sx = cpu::quantize_row_s8(x.data<float>() + m * K, K, x8.data(), false);
-    Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, w.N}, DType::F32);
-    std::memcpy(x1.raw(), x.data<float>() + m * K, size_t(K) * 4);
-    cpu::quantized_linear(x1, q, nullptr, y1, pool);
-    for (int64_t n = 0; n < w.N; ++n) {
-      float acc = 0.f;
-      for (int64_t g = 0; g < K / 32; ++g) {
-        int32_t dot = 0;
-        for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
-          dot += int32_t(int8_t(x8[size_t(k)])) * kIq4nlTable[w.q.data<uint8_t>()[n * K + k]];
-        acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
-      }
-      ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "m " << m << " n " << n;
-      ASSERT_EQ(y1.data<float>()[n], acc * sx) << "alone: m " << m << " n " << n;
+  const int64_t K = w.K;
+  // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 9, true, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t g = 0; g < K / 32; ++g) {
+      int32_t dot = 0;
+      for (int64_t k = 32 * g; k < 32 * g + 32; ++k) dot += x8[size_t(k)] * kIq4nlTable[w.q.data<uint8_t>()[n * K + k]];
+      acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
     }
-  }
+    return acc;
+  });
 }
 
 TEST(PackIq4, RejectsMalformedInput) {

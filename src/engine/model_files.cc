@@ -75,10 +75,10 @@ const char* scheme_of(GgmlType t) {
   }
 }
 
-// scheme_of(t) parsed; int8-g32 searches coarser exact grids (QuantScheme::exact_grid), which
-// makes Q5_0 and IQ4_NL lossless.
-QuantScheme gguf_scheme(GgmlType t) {
-  QuantScheme q = parse_quant_scheme(scheme_of(t));
+// A scheme of the table above parsed; int8-g32 searches coarser exact grids
+// (QuantScheme::exact_grid), which makes Q5_0 lossless.
+QuantScheme gguf_scheme(const std::string& name) {
+  QuantScheme q = parse_quant_scheme(name);
   q.exact_grid = q.int8_groups();
   return q;
 }
@@ -103,9 +103,7 @@ QuantScheme gguf_default_quantization(const std::string& model) {
   int64_t most = -1;
   for (const auto& [s, n] : by_scheme)
     if (n > most) best = s, most = n;
-  QuantScheme q = parse_quant_scheme(best);
-  q.exact_grid = q.int8_groups();
-  return q;
+  return gguf_scheme(best);
 }
 
 std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& model) {
@@ -113,7 +111,7 @@ std::map<std::string, QuantScheme> gguf_tensor_quantization(const std::string& m
   if (!is_gguf_model(model)) return out;
   auto ck = GgufCheckpoint::open(model);
   for (const auto& [name, r] : ck->tensors())
-    if (is_linear(name, *r.t)) out[name] = gguf_scheme(GgmlType(r.t->type));
+    if (is_linear(name, *r.t)) out[name] = gguf_scheme(scheme_of(GgmlType(r.t->type)));
   return out;
 }
 

@@ -141,23 +141,10 @@ QuantizedWeight pack_superblocks(const Int4Groups& w, const ColumnPlan& plan, Th
   return qw;
 }
 
-// The layout of `scheme` for the plan's columns (K = the plan's gathered width), its act_index
-// when the plan gathers, and its allocated data.
+// The layout of `scheme` for the plan's columns, its gather and data (pack_kquants.h).
 QuantizedWeight planned_layout(const Int4Groups& w, const ColumnPlan& plan, const QuantScheme& scheme,
                                const U8Allocator& alloc) {
-  const int64_t Kg = int64_t(plan.act_index.size());
-  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
-  NV_CHECK_EQ(qw.Kp, Kg, "int4 repack: padded K");
-  if (!plan.identity) {
-    qw.act_index = Tensor::empty({Kg}, DType::I32);
-    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
-    qw.in_features = w.K;
-  }
-  const int64_t nblocks = qw.Np / QuantizedWeight::kBlockRows;
-  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
-  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
-           "pack_int4_groups: allocator returned ", qw.data.str());
-  return qw;
+  return gathered_layout(w, plan.act_index, plan.identity, scheme, alloc);
 }
 
 // IQ4_NL / IQ4_XS codes (indices into kIq4nlTable) with their f32 scales: int4-g32-nl, the codes

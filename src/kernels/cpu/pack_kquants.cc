@@ -87,18 +87,7 @@ SuperblockPlan plan_columns(const Int4Groups& w, int gs) {
 // The layout's shape for a plan, with the gather when it is not the identity.
 QuantizedWeight planned_layout(const Int4Groups& w, const SuperblockPlan& plan, const QuantScheme& scheme,
                                const U8Allocator& alloc) {
-  const int64_t Kg = 256 * plan.nsb;
-  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
-  if (!plan.identity) {
-    qw.act_index = Tensor::empty({Kg}, DType::I32);
-    std::memcpy(qw.act_index.raw(), plan.act_index.data(), size_t(Kg) * 4);
-    qw.in_features = w.K;
-  }
-  const int64_t nblocks = qw.Np / QuantizedWeight::kBlockRows;
-  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
-  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
-           "K-quant repack: allocator returned ", qw.data.str());
-  return qw;
+  return gathered_layout(w, plan.act_index, plan.identity, scheme, alloc);
 }
 
 void check_int5(const Int4Groups& w) {
@@ -210,6 +199,23 @@ QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8
       }
     }
   }, grain_for_work(R * 256 * plan.nsb, int64_t(1) << 16));
+  return qw;
+}
+
+QuantizedWeight gathered_layout(const Int4Groups& w, const std::vector<int32_t>& act_index, bool identity,
+                                const QuantScheme& scheme, const U8Allocator& alloc) {
+  const int64_t Kg = int64_t(act_index.size());
+  QuantizedWeight qw = quantized_layout(w.N, Kg, scheme);
+  NV_CHECK_EQ(qw.Kp, Kg, "repack of ", scheme.str(), ": padded K");
+  if (!identity) {
+    qw.act_index = Tensor::empty({Kg}, DType::I32);
+    std::memcpy(qw.act_index.raw(), act_index.data(), size_t(Kg) * 4);
+    qw.in_features = w.K;
+  }
+  const int64_t nblocks = qw.Np / QuantizedWeight::kBlockRows;
+  qw.data = alloc ? alloc(nblocks, qw.block_bytes) : Tensor::empty({nblocks, qw.block_bytes}, DType::U8);
+  NV_CHECK(qw.data.dtype() == DType::U8 && qw.data.numel() == nblocks * qw.block_bytes,
+           "repack of ", scheme.str(), ": allocator returned ", qw.data.str());
   return qw;
 }
 

@@ -9,6 +9,8 @@
 // slots of the other rank's columns become zero columns of an act_index gather (their bytes are
 // read, their activations are 0), so no weight changes.
 #pragma once
+#include <vector>
+
 #include "kernels/cpu/quantize.h"
 #include "kernels/int4_groups.h"
 
@@ -18,5 +20,11 @@ namespace nanovllm::cpu {
 // that do not give the scales (and mins), a d (dmin) that is not an f16 value.
 QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
+
+// The layout of `scheme` for a repack whose kernel column j reads input column act_index[j]
+// (-1: a zero column): K = act_index.size(), the gather kept unless `identity`, data allocated.
+// (pack_int4.cc and pack_kquants.cc plan their columns differently and share this.)
+QuantizedWeight gathered_layout(const Int4Groups& w, const std::vector<int32_t>& act_index, bool identity,
+                                const QuantScheme& scheme, const U8Allocator& alloc);
 
 }  // namespace nanovllm::cpu

@@ -163,74 +163,6 @@ inline __m256i widen_add(__m256i acc, __m256i s) {
 #endif
 }
 
-template <int MB, int HB, int G, bool ZP, bool F32 = false>
-void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
-               int64_t ldo) {
-  static_assert(!F32 || ZP, "f32 parameters come with zero points");
-  constexpr int kLines = G / 8, kRec = F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
-  static_assert(kLines % 4 == 0, "nib_dot's 16-bit sums take the lines 4 at a time");
-  const int64_t Kp = w.Kp, ng = Kp / G;
-  const __m256i lo4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* blk = w.data + b * w.block_bytes;
-    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
-      __m256 facc[HB][MB];
-      for (int hh = 0; hh < HB; ++hh)
-        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
-      for (int64_t gi = 0; gi < ng; ++gi) {
-        const uint8_t* r = blk + gi * kRec;
-        const uint8_t* xg = a.x + gi * G;
-        __m256i acc[HB][MB];
-        for (int hh = 0; hh < HB; ++hh)
-          for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
-        for (int t0 = 0; t0 < kLines; t0 += 4) {
-          __m256i s[HB][MB];
-          for (int hh = 0; hh < HB; ++hh)
-            for (int m = 0; m < MB; ++m) s[hh][m] = _mm256_setzero_si256();
-          for (int t = t0; t < t0 + 4; ++t) {
-            __m256i vlo[HB], vhi[HB];
-            for (int hh = 0; hh < HB; ++hh) {
-              const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
-              vlo[hh] = _mm256_and_si256(v, lo4);
-              vhi[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
-            }
-            for (int m = 0; m < MB; ++m) {
-              const uint8_t* xm = xg + m * Kp + 8 * t;
-              const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
-              for (int hh = 0; hh < HB; ++hh)
-                s[hh][m] = nib_dot(nib_dot(s[hh][m], vlo[hh], xlo), vhi[hh], xhi);
-            }
-          }
-          for (int hh = 0; hh < HB; ++hh)
-            for (int m = 0; m < MB; ++m) acc[hh][m] = widen_add(acc[hh][m], s[hh][m]);
-        }
-        for (int hh = 0; hh < HB; ++hh) {
-          const int h = h0 + hh;
-          __m256 sc, mn = _mm256_setzero_ps();
-          if constexpr (F32) {  // [16 f32 scales][16 f32 mins]: this half's 8 of each
-            sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * h));
-            mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 64 + 32 * h));
-          } else {
-            sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
-            if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
-          }
-          for (int m = 0; m < MB; ++m) {
-            __m256i d = acc[hh][m];
-            if constexpr (!ZP) d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
-            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
-            if constexpr (ZP) facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
-          }
-        }
-      }
-      for (int hh = 0; hh < HB; ++hh) {
-        const int64_t n0 = 16 * b + 8 * (h0 + hh);
-        for (int m = 0; m < MB; ++m)
-          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
-      }
-    }
-  }
-}
-
 // int4-g32-nl (IQ4_NL / IQ4_XS as stored): each nibble becomes its table value through
 // vpshufb. VNNI: value + 128 (1..241) as the unsigned operand, minus 128 x the group's sum of x8
 // (gsum8). Without VNNI pmaddubsw would saturate on 241 x 127 pairs, so (as int8) |value| x
@@ -254,9 +186,13 @@ inline __m256i nl_dot(__m256i acc, __m256i vals, __m256i x) {
 #endif
 }
 
-template <int MB, int HB>
-void int4nl_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
-  constexpr int G = 32, kLines = 4, kRec = 8 * G + 64;
+template <int MB, int HB, int G, bool ZP, bool F32 = false, bool NL = false>
+void int4_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+               int64_t ldo) {
+  static_assert(!F32 || ZP, "f32 parameters come with zero points");
+  static_assert(!NL || (!ZP && G == 32), "the IQ4 table layout is symmetric, group 32");
+  constexpr int kLines = G / 8, kRec = NL ? 8 * G + 64 : F32 ? 8 * G + 128 : 8 * G + 32 + (ZP ? 32 : 0);
+  static_assert(kLines % 4 == 0, "nib_dot's 16-bit sums take the lines 4 at a time");
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F);
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(iq4nl_lut())));
@@ -272,27 +208,54 @@ void int4nl_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, f
         __m256i acc[HB][MB];
         for (int hh = 0; hh < HB; ++hh)
           for (int m = 0; m < MB; ++m) acc[hh][m] = _mm256_setzero_si256();
-        for (int t = 0; t < kLines; ++t) {
-          __m256i vlo[HB], vhi[HB];
-          for (int hh = 0; hh < HB; ++hh) {
-            const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
-            vlo[hh] = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, lo4));
-            vhi[hh] = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4));
+        for (int t0 = 0; t0 < kLines; t0 += 4) {
+          __m256i s[HB][MB];
+          for (int hh = 0; hh < HB; ++hh)
+            for (int m = 0; m < MB; ++m) s[hh][m] = _mm256_setzero_si256();
+          for (int t = t0; t < t0 + 4; ++t) {
+            __m256i vlo[HB], vhi[HB];
+            for (int hh = 0; hh < HB; ++hh) {
+              const __m256i v = load256(r + 64 * t + 32 * (h0 + hh));
+              vlo[hh] = _mm256_and_si256(v, lo4);
+              vhi[hh] = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4);
+              if constexpr (NL) {
+                vlo[hh] = _mm256_shuffle_epi8(lut, vlo[hh]);
+                vhi[hh] = _mm256_shuffle_epi8(lut, vhi[hh]);
+              }
+            }
+            for (int m = 0; m < MB; ++m) {
+              const uint8_t* xm = xg + m * Kp + 8 * t;
+              const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
+              for (int hh = 0; hh < HB; ++hh) {
+                if constexpr (NL)  // table values: no 16-bit partial sums (see nl_dot)
+                  acc[hh][m] = nl_dot(nl_dot(acc[hh][m], vlo[hh], xlo), vhi[hh], xhi);
+                else
+                  s[hh][m] = nib_dot(nib_dot(s[hh][m], vlo[hh], xlo), vhi[hh], xhi);
+              }
+            }
           }
-          for (int m = 0; m < MB; ++m) {
-            const uint8_t* xm = xg + m * Kp + 8 * t;
-            const __m256i xlo = bcast4(xm), xhi = bcast4(xm + 4);
-            for (int hh = 0; hh < HB; ++hh) acc[hh][m] = nl_dot(nl_dot(acc[hh][m], vlo[hh], xlo), vhi[hh], xhi);
-          }
+          if constexpr (!NL)
+            for (int hh = 0; hh < HB; ++hh)
+              for (int m = 0; m < MB; ++m) acc[hh][m] = widen_add(acc[hh][m], s[hh][m]);
         }
         for (int hh = 0; hh < HB; ++hh) {
-          const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * (h0 + hh)));
+          const int h = h0 + hh;
+          __m256 sc, mn = _mm256_setzero_ps();
+          if constexpr (NL) {  // [16 f32 scales]
+            sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * h));
+          } else if constexpr (F32) {  // [16 f32 scales][16 f32 mins]: this half's 8 of each
+            sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 32 * h));
+            mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 8 * G + 64 + 32 * h));
+          } else {
+            sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 16 * h)));
+            if constexpr (ZP) mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 8 * G + 32 + 16 * h)));
+          }
           for (int m = 0; m < MB; ++m) {
             __m256i d = acc[hh][m];
-#if NV_QVNNI
-            d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
-#endif
+            if constexpr (!ZP && (!NL || NV_QVNNI))  // (NL without VNNI sums the values themselves)
+              d = _mm256_sub_epi32(d, _mm256_set1_epi32(a.gsum8[m * ng + gi]));
             facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+            if constexpr (ZP) facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
           }
         }
       }
@@ -516,7 +479,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
-  if (w.nl_table) return int4nl_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.nl_table) return int4_rows<MB, HB, 32, false, false, true>(w, a, b0, b1, out, ldo);
   if (w.f32_params) return int4_rows<MB, HB, 32, true, true>(w, a, b0, b1, out, ldo);  // group 32 only
   if (w.group == 32)
     return w.zero_points ? int4_rows<MB, HB, 32, true>(w, a, b0, b1, out, ldo)

@@ -66,9 +66,15 @@ constexpr int kChunkVBytes = 256 * 1024;
 // compile-time count so the 2 x NV accumulators stay in registers (with a run-time count GCC
 // kept them on the stack: a load and a store around every FMA; docs/perf.md, session 25).
 // int8: each p is multiplied by its key's V scale (read at vscale_off + the key's offset).
+//
+// The head's V row of key j + kPvAhead (row_bytes from vscale_off) is prefetched into L1: one
+// head's rows sit a slot (Hkv rows) apart, which the L1 prefetchers do not follow, and without
+// it every key waited on its row from L2 (the int8 scale load first): the kernel took 1.2-1.6x
+// as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md).
+constexpr int kPvAhead = 6;
 template <int NV, class KV>
 NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off,
-                              int64_t vscale_off, int D, int c0, int c1,
+                              int64_t vscale_off, int row_bytes, int D, int c0, int c1,
                               const float* s0, const float* s1, const float* in0, const float* in1,
                               float a0, float a1, float* out0, float* out1, float mul0, float mul1) {
   __m512 acc0[NV], acc1[NV];
@@ -79,6 +85,11 @@ NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t 
     acc1[c] = in1 ? _mm512_mul_ps(va1, _mm512_loadu_ps(in1 + c * 16)) : _mm512_setzero_ps();
   }
   for (int j = c0; j < c1; ++j) {
+    if (j + kPvAhead < c1) {
+      const char* pf = reinterpret_cast<const char*>(v_cache + kv_off[j + kPvAhead] + vscale_off);
+      for (int b = 0; b < row_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+      _mm_prefetch(pf + row_bytes - 1, _MM_HINT_T0);  // the row's last line when not 64-aligned
+    }
     const KV* v = v_cache + kv_off[j] + off;
     const float vs = row_scale(v_cache + kv_off[j] + vscale_off, D);
     const __m512 p0 = _mm512_set1_ps(s0[j - c0] * vs);
@@ -141,7 +152,8 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   const float qscale = t.scale * 1.4426950408889634f;
   const int max_pos = t.first_pos + t.q1 - 1;
   const int nkeys = max_pos + 1;
-  const int span = nh * t.row * int(sizeof(KV));  // bytes of one key's K (or V) rows in the item
+  const int row_bytes = t.row * int(sizeof(KV));  // one head's K (or V) row, int8 scale included
+  const int span = nh * row_bytes;  // bytes of one key's K (or V) rows in the item
   const int slot_bytes = int(t.kv_stride * int64_t(sizeof(KV)));  // one key's rows, all heads
   const int kc = std::max(64, kChunkVBytes / slot_bytes / 16 * 16);  // keys per chunk
   const int stride = (std::min(nkeys, kc) + 15) / 16 * 16;   // score row stride (vector tail)
@@ -266,8 +278,8 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
           switch (nv) {
 #define NV_PV(N)                                                                                  \
   case N:                                                                                         \
-    pv_rows<N>(t.v_cache, off, hoff + d0, hoff, D, c0, c1, s0, s1, in[0], in[1], a[0], a[1],     \
-               dst[0], dst[1], mul[0], mul[1]);                                                   \
+    pv_rows<N>(t.v_cache, off, hoff + d0, hoff, row_bytes, D, c0, c1, s0, s1, in[0], in[1], a[0], \
+               a[1], dst[0], dst[1], mul[0], mul[1]);                                             \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4) NV_PV(5) NV_PV(6) NV_PV(7) NV_PV(8)
 #undef NV_PV

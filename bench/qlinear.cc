@@ -9,7 +9,9 @@
 // loaded machine's descheduling does not count (it still shares caches and the memory bus).
 // int4-g32-zp-k, int5-g32-zp-k and int6-g16-k (the forms a GGUF's Q4_K, Q5_K and Q6_K keep) come from random codes and
 // factors through prepare_linear_int4, as the loader hands them over.
-// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--json]
+// --m 1,4,16,64,512 (the default): the activation rows per call; prefill's are up to
+// max_num_batched_tokens (16,384), whose x8 no longer fits a core's L2.
+// Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--m a,b,..] [--json]
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -86,8 +88,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
                                       "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k",
                                       "int6-g16-k"};
+  std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--m") && i + 1 < argc) {
+      Ms.clear();
+      for (std::string s = argv[++i]; !s.empty();) {
+        const size_t c = s.find(',');
+        const int64_t m = std::atoll(s.substr(0, c).c_str());
+        if (m < 1 || m > (int64_t(1) << 16)) {
+          std::fprintf(stderr, "error: --m takes row counts in [1, 65536], got '%s'\n", s.substr(0, c).c_str());
+          return 2;
+        }
+        Ms.push_back(m);
+        s = c == std::string::npos ? "" : s.substr(c + 1);
+      }
+    }
     else if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json")) json = true;
     else if (!std::strcmp(argv[i], "--cpu-time")) cpu_time = true;
@@ -99,7 +115,7 @@ int main(int argc, char** argv) {
         s = c == std::string::npos ? "" : s.substr(c + 1);
       }
     } else {
-      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--json]\n");
+      std::fprintf(stderr, "usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--m a,b,..] [--json]\n");
       return 2;
     }
   }
@@ -116,7 +132,6 @@ int main(int argc, char** argv) {
   auto be = make_cpu_backend(threads);
   struct Shape { const char* name; int64_t N, K; };
   const std::vector<Shape> shapes = {{"gate_up", 6144, 1024}, {"down", 1024, 3072}};
-  const std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.f, 0.02f);
   // Four copies of each weight, used in turn, so consecutive calls do not hit the same cache.

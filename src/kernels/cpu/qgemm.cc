@@ -31,6 +31,7 @@ QIsa qisa() {
 
 constexpr int64_t kTileBlocks = 2;                  // 16-row blocks per tile (reused from L1/L2)
 constexpr int64_t kMinChunkMacs = int64_t(1) << 17;  // as gemm.cc: tiny linears stay serial
+constexpr int64_t kActBlockBytes = 256 * 1024;       // x8 rows per pass over a thread's tiles
 
 QWeightView view_of(const QuantizedWeight& w) {
   QWeightView v;
@@ -256,22 +257,34 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   }
   const QActs acts = quantize_activations(xp, M, K, wv, offset, buf, pool);
   float* op = out.data<float>();
+  auto rows_from = [&](int64_t m0) {  // acts of rows [m0, M)
+    QActs a = acts;
+    a.x += m0 * acts.Kp;
+    a.sx += m0;
+    if (a.gsum8) a.gsum8 += m0 * (acts.Kp / wv.group);
+    if (a.gsumf) a.gsumf += m0 * (acts.Kp / wv.group);
+    return a;
+  };
   // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
   // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).
   // int5 / int6 unpack their codes once per block for all rows (qtile_avx512_vnni) past one chunk.
+  // Many rows (prefill) go in blocks of mblock rows, each block against all the thread's tiles:
+  // the block's x8 (<= kActBlockBytes) then stays in L2 for all of them, where one pass of every
+  // tile over all M rows read the whole x8 from memory per tile (16 MiB at M = 16k, K = 1024).
+  // The order of the sums within each output is unchanged.
   const bool unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows &&
                            (w.scheme.kind == QuantKind::Int5 || w.scheme.kind == QuantKind::Int6);
+  const int64_t mblock = std::max<int64_t>(kQMaxRows, kActBlockBytes / acts.Kp / kQMaxRows * kQMaxRows);
   pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {
-    for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
-      const int64_t te = std::min(bb1, tb + kTileBlocks);
-      if (unpack_once && qtile_avx512_vnni(wv, acts, M, tb, te, op, N)) continue;
-      for (int64_t m0 = 0; m0 < M; m0 += kQMaxRows) {
-        QActs a = acts;
-        a.x += m0 * acts.Kp;
-        a.sx += m0;
-        if (a.gsum8) a.gsum8 += m0 * (acts.Kp / wv.group);
-        if (a.gsumf) a.gsumf += m0 * (acts.Kp / wv.group);
-        kernel(wv, a, int(std::min<int64_t>(kQMaxRows, M - m0)), tb, te, op + m0 * N, N);
+    for (int64_t mb0 = 0; mb0 < M; mb0 += mblock) {
+      const int64_t mb1 = std::min(M, mb0 + mblock);
+      for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
+        const int64_t te = std::min(bb1, tb + kTileBlocks);
+        if (unpack_once && mb1 - mb0 > kQMaxRows &&
+            qtile_avx512_vnni(wv, rows_from(mb0), mb1 - mb0, tb, te, op + mb0 * N, N))
+          continue;
+        for (int64_t m0 = mb0; m0 < mb1; m0 += kQMaxRows)
+          kernel(wv, rows_from(m0), int(std::min<int64_t>(kQMaxRows, mb1 - m0)), tb, te, op + m0 * N, N);
       }
     }
   }, grain_for_work(M * K * QuantizedWeight::kBlockRows, kMinChunkMacs));

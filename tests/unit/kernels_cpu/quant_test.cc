@@ -328,6 +328,31 @@ TEST(QuantLinear, ExtremeCodesStayExact) {
   }
 }
 
+// Many rows go through qgemm.cc in blocks of activation rows (256 KiB of x8 each: 64 rows at
+// K = 4096), each against all of a thread's weight tiles. Every row must keep the bits it gets
+// alone (M = 1): the same sums in the same order, whichever block and chunk it falls in, on
+// both threads, the block edges and the last short chunk included.
+TEST(QuantLinear, RowBlocksKeepEachRowsBits) {
+  auto be = make_cpu_backend(2);
+  const int K = 4096, N = 40, M = 2 * 64 + 13;
+  Tensor w = rand_tensor({N, K}, DType::F32, 0.1f);
+  Tensor x = rand_tensor({M, K}, DType::F32);
+  for (const char* name : kSchemes) {
+    LinearWeight lw = be->prepare_linear(w, parse_quant_scheme(name));
+    Tensor out = Tensor::empty({M, N}, DType::F32);
+    poison(out);
+    be->linear(x, lw, nullptr, out);
+    for (int m = 0; m < M; ++m) {
+      Tensor x1 = Tensor::empty({1, K}, DType::F32), y1 = Tensor::empty({1, N}, DType::F32);
+      std::copy(x.data<float>() + int64_t(m) * K, x.data<float>() + int64_t(m + 1) * K, x1.data<float>());
+      be->linear(x1, lw, nullptr, y1);
+      for (int n = 0; n < N; ++n)
+        ASSERT_EQ(out.data<float>()[m * N + n], y1.data<float>()[n])
+            << name << " m " << m << " n " << n << " isa=" << cpu::quantized_isa();
+    }
+  }
+}
+
 TEST(QuantLinear, RejectsMismatchedShapes) {
   auto be = make_cpu_backend(1);
   Tensor w = rand_tensor({16, 64}, DType::F32);

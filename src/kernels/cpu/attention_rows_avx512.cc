@@ -180,20 +180,22 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     const int64_t slot = int64_t(t.block_table[j / t.block_size]) * t.block_size + j % t.block_size;
     kv_off[size_t(j)] = slot * t.kv_stride + int64_t(t.h) * t.row;
   }
-  // Software prefetch kAhead keys ahead: the item's nh rows of a slot into L1 for pass 1 (K), and
-  // into L2 for pass 2 (V, read from there once per head).
-  constexpr int kAhead = 8;
-  auto prefetch_k = [&](int j) {
+  // Software prefetch: the item's nh K rows of a slot kKFar keys ahead into L2 and kAhead keys
+  // ahead into L1 for pass 1, and its V rows kVAhead keys ahead into L2 for pass 2 (read from
+  // there once per head). Until 2026-11-29 K went into L1 8 keys ahead only: ~140 lines in
+  // flight, many more than a core's L1 fill buffers, and pass 1 still waited on its K loads;
+  // the far L2 prefetch took B = 32, L = 2048 from 9.8-12.5 ms to 8.3-8.8 (best of 15, four
+  // alternated rounds on the Emerald Rapids VM: docs/perf.md).
+  constexpr int kAhead = 2, kKFar = 24, kVAhead = 8;
+  auto prefetch = [&](const KV* cache, int j, int hint) {
     if (j >= nkeys) return;
-    const char* p = reinterpret_cast<const char*>(t.k_cache + kv_off[size_t(j)]);
-    for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    const char* p = reinterpret_cast<const char*>(cache + kv_off[size_t(j)]);
+    if (hint == 0) for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+    else if (hint == 1) for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
+    else for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T2);
   };
-  auto prefetch_v = [&](int j) {
-    if (j >= nkeys) return;
-    const char* p = reinterpret_cast<const char*>(t.v_cache + kv_off[size_t(j)]);
-    for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
-  };
-  for (int j = 0; j < kAhead; ++j) prefetch_k(j), prefetch_v(j);
+  for (int j = 0; j < kKFar; ++j) prefetch(t.k_cache, j, j < kAhead ? 0 : 2);
+  for (int j = 0; j < kVAhead; ++j) prefetch(t.v_cache, j, 1);
   for (int c0 = 0; c0 < nkeys; c0 += kc) {
     const int c1 = std::min(nkeys, c0 + kc);
     const bool first = c0 == 0, last = c1 == nkeys;
@@ -202,7 +204,11 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     // its last key and are dropped).
     for (int j = c0; j < c1; j += kKeyBlock) {
       const int nk = std::min(kKeyBlock, c1 - j);
-      for (int u = 0; u < kKeyBlock; ++u) prefetch_k(j + u + kAhead), prefetch_v(j + u + kAhead);
+      for (int u = 0; u < kKeyBlock; ++u) {
+        prefetch(t.k_cache, j + u + kKFar, 2);
+        prefetch(t.k_cache, j + u + kAhead, 0);
+        prefetch(t.v_cache, j + u + kVAhead, 1);
+      }
       for (int hh = 0; hh < nh; ++hh) {
         const KV* k[kKeyBlock];
         float ks[kKeyBlock];

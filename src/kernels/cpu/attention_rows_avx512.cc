@@ -69,7 +69,7 @@ constexpr int kChunkVBytes = 256 * 1024;
 //
 // The head's V row of key j + kPvAhead (row_bytes from vscale_off) is prefetched into L1: one
 // head's rows sit a slot (Hkv rows) apart, which the L1 prefetchers do not follow, and without
-// it every key waited on its row from L2 (the int8 scale load first): the kernel took 1.2-1.6x
+// it every key waited on its row from L2 (the int8 scale load first): the kernel took 1.2-1.8x
 // as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md).
 constexpr int kPvAhead = 6;
 template <int NV, class KV>

@@ -150,8 +150,8 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
   //
   // parallel_for splits its range evenly by count, but items differ by their keys (a decode
   // batch mixes 100- and 2,000-key sequences), so the range is of parts: runs of whole items of
-  // about equal work, several per thread, and the threads finish together (an even split of
-  // items left one thread idle in the pool's barrier for ~9% of bench.py's 32-sequence run).
+  // about equal work, several per thread, so the threads finish together (with an even split
+  // by count, the pool's barrier held 9% of bench.py's 32-sequence profile; docs/perf.md).
   std::vector<int64_t> cum(items.size() + 1, 0);  // work of items [0, i)
   for (size_t i = 0; i < items.size(); ++i) {
     const Item& w = items[i];

@@ -182,6 +182,17 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
       if (w.fast) {
         AttentionTile<KV> t{q, row, kc, vc, kvw, table, bs, o, int64_t(Hq) * D, D, G, w.h,
                             int64_t(cu[w.b]), int(first_pos), w.q0, w.q1, p.scale, w.nh, kvrow, W};
+        // The thread's next item, when it takes the same kernel: its first K rows are prefetched
+        // during this one's last pass (the previous item did the same for this one).
+        if (it + 1 < part_begin[size_t(pe)] && items[size_t(it) + 1].fast && !items[size_t(it) + 1].windowed) {
+          const Item& n = items[size_t(it) + 1];
+          const int64_t n_first = int64_t(ctx[n.b]) - (int64_t(cu[n.b + 1]) - cu[n.b]);
+          t.next_table = bt + int64_t(n.b) * bt_stride;
+          t.next_keys = int(n_first + n.q1);
+          t.next_h = n.h;
+          t.next_nh = n.nh;
+        }
+        t.k_prefetched = it > part_begin[size_t(pa)] && items[size_t(it) - 1].fast && !items[size_t(it) - 1].windowed;
         if (attention_rows_avx2(t)) continue;
         t.window = 0;
         if (!w.windowed && attention_rows_avx512(t)) continue;

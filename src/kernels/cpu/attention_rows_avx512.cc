@@ -72,11 +72,37 @@ constexpr int kChunkVBytes = 256 * 1024;
 // it every key waited on its row from L2 (the int8 scale load first): the kernel took 1.2-1.8x
 // as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md).
 constexpr int kPvAhead = 6;
+
+// The K rows of the keys that the next pass 1 reads (this item's next chunk, or the next item's
+// first one), prefetched into L2 a few lines per key of pass 2: the memory stream then runs
+// through both passes, V during pass 1 and K during pass 2 (docs/perf.md).
+template <class KV>
+struct KStream {
+  const KV* cache = nullptr;
+  const int64_t* off = nullptr;  // key i's first row: cache + off[i]
+  int n = 0;                     // keys
+  int span = 0;                  // bytes per key
+  int i = 0, b = 0;              // next line: key i, byte b
+  int rate = 0, credit = 0;      // lines per step() in 1/256
+  int lines() const { return n * ((span + 63) / 64); }
+  void step() {
+    credit += rate;
+    int count = credit >> 8;
+    credit &= 255;
+    for (; count > 0 && i < n; --count) {
+      _mm_prefetch(reinterpret_cast<const char*>(cache + off[i]) + b, _MM_HINT_T2);
+      b += 64;
+      if (b >= span) b = 0, ++i;
+    }
+  }
+};
+
 template <int NV, class KV>
 NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off,
                               int64_t vscale_off, int row_bytes, int D, int c0, int c1,
                               const float* s0, const float* s1, const float* in0, const float* in1,
-                              float a0, float a1, float* out0, float* out1, float mul0, float mul1) {
+                              float a0, float a1, float* out0, float* out1, float mul0, float mul1,
+                              KStream<KV>& ks) {
   __m512 acc0[NV], acc1[NV];
   const __m512 va0 = _mm512_set1_ps(a0), va1 = _mm512_set1_ps(a1);
 #pragma GCC unroll 8
@@ -90,6 +116,7 @@ NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t 
       for (int b = 0; b < row_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
       _mm_prefetch(pf + row_bytes - 1, _MM_HINT_T0);  // the row's last line when not 64-aligned
     }
+    ks.step();
     const KV* v = v_cache + kv_off[j] + off;
     const float vs = row_scale(v_cache + kv_off[j] + vscale_off, D);
     const __m512 p0 = _mm512_set1_ps(s0[j - c0] * vs);
@@ -180,12 +207,16 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     const int64_t slot = int64_t(t.block_table[j / t.block_size]) * t.block_size + j % t.block_size;
     kv_off[size_t(j)] = slot * t.kv_stride + int64_t(t.h) * t.row;
   }
-  // Software prefetch: the item's nh K rows of a slot kKFar keys ahead into L2 and kAhead keys
-  // ahead into L1 for pass 1, and its V rows kVAhead keys ahead into L2 for pass 2 (read from
-  // there once per head). Until 2026-11-29 K went into L1 8 keys ahead only: ~140 lines in
-  // flight, many more than a core's L1 fill buffers, and pass 1 still waited on its K loads;
-  // the far L2 prefetch took B = 32, L = 2048 from 9.8-12.5 ms to 8.3-8.8 (best of 15, four
-  // alternated rounds on the Emerald Rapids VM: docs/perf.md).
+  // Software prefetch: the item's V rows kVAhead keys ahead into L2 during pass 1 (pass 2 reads
+  // them from there once per head), its K rows kAhead keys ahead into L1; and K into L2 during
+  // the pass 2 before (KStream: the next chunk's K, or the next item's first chunk), so that
+  // each pass streams one of K and V from memory while it computes on the other. Only what no
+  // pass 2 brought -- the first chunk of an item whose predecessor (same thread) did not -- is
+  // prefetched kKFar keys ahead in pass 1. Until 2026-11-29 pass 1 fetched both K and V of its
+  // chunk (twice the bytes per second a core sustains with this much compute, ~10 GB/s here)
+  // and pass 2 none: per layer, B = 64-128 decode at L = 512-2048 took 1.15-1.3x as long
+  // (bench_decode_attention, docs/perf.md). Before that K went into L1 8 keys ahead only: ~140
+  // lines in flight, more than a core's L1 fill buffers.
   constexpr int kAhead = 2, kKFar = 24, kVAhead = 8;
   auto prefetch = [&](const KV* cache, int j, int hint) {
     if (j >= nkeys) return;
@@ -194,18 +225,34 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     else if (hint == 1) for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T1);
     else for (int b = 0; b < span; b += 64) _mm_prefetch(p + b, _MM_HINT_T2);
   };
-  for (int j = 0; j < kKFar; ++j) prefetch(t.k_cache, j, j < kAhead ? 0 : 2);
+  // The next item's first chunk of keys (their K is prefetched during this item's last pass 2).
+  thread_local std::vector<int64_t> next_off;
+  int next_n = 0;
+  if (t.next_table) {
+    next_n = std::min(kc, t.next_keys);
+    next_off.resize(size_t(next_n));
+    for (int j = 0; j < next_n; ++j) {
+      const int64_t slot = int64_t(t.next_table[j / t.block_size]) * t.block_size + j % t.block_size;
+      next_off[size_t(j)] = slot * t.kv_stride + int64_t(t.next_h) * t.row;
+    }
+  }
+  const bool k_in_l2 = t.k_prefetched;  // chunk 0's K came with the previous item
+  for (int j = 0; j < kKFar; ++j)
+    if (j < kAhead || !k_in_l2) prefetch(t.k_cache, j, j < kAhead ? 0 : 2);
   for (int j = 0; j < kVAhead; ++j) prefetch(t.v_cache, j, 1);
   for (int c0 = 0; c0 < nkeys; c0 += kc) {
     const int c1 = std::min(nkeys, c0 + kc);
     const bool first = c0 == 0, last = c1 == nkeys;
+    // K into L2 from far ahead only where no pass 2 brought it: the first chunk, unless the
+    // previous item did.
+    const bool kfar = first && !k_in_l2;
     // Pass 1: scores of keys [c0, c1) into sbuf[r][j - c0], kKeyBlock keys x 2 rows of one head
     // at a time (a head's odd last row is paired with itself; the block's missing keys repeat
     // its last key and are dropped).
     for (int j = c0; j < c1; j += kKeyBlock) {
       const int nk = std::min(kKeyBlock, c1 - j);
       for (int u = 0; u < kKeyBlock; ++u) {
-        prefetch(t.k_cache, j + u + kKFar, 2);
+        if (kfar) prefetch(t.k_cache, j + u + kKFar, 2);
         prefetch(t.k_cache, j + u + kAhead, 0);
         prefetch(t.v_cache, j + u + kVAhead, 1);
       }
@@ -259,6 +306,11 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
     // prefetched it); accumulators stay in registers (2 x 8 zmm). The last chunk writes
     // out = acc / l; earlier ones keep acc in accbuf [rows][D].
     constexpr int kRows = 2, kDims = 128;
+    KStream<KV> ks;
+    if (!last) ks = {t.k_cache, kv_off.data() + c1, std::min(kc, nkeys - c1), span};
+    else if (next_n > 0) ks = {t.k_cache, next_off.data(), next_n, t.next_nh * row_bytes};
+    const int64_t pv_keys = int64_t(nh) * ((D + kDims - 1) / kDims) * ((R + kRows - 1) / kRows) * (c1 - c0);
+    ks.rate = int((int64_t(ks.lines()) * 256 + pv_keys - 1) / pv_keys);
     for (int hh = 0; hh < nh; ++hh) {
       const int64_t hoff = int64_t(hh) * t.row;
       for (int d0 = 0; d0 < D; d0 += kDims) {
@@ -285,7 +337,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
 #define NV_PV(N)                                                                                  \
   case N:                                                                                         \
     pv_rows<N>(t.v_cache, off, hoff + d0, hoff, row_bytes, D, c0, c1, s0, s1, in[0], in[1], a[0], \
-               a[1], dst[0], dst[1], mul[0], mul[1]);                                             \
+               a[1], dst[0], dst[1], mul[0], mul[1], ks);                                         \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4) NV_PV(5) NV_PV(6) NV_PV(7) NV_PV(8)
 #undef NV_PV

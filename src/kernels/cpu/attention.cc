@@ -14,19 +14,6 @@ namespace nanovllm::cpu {
 
 namespace {
 
-// A slot's Hkv K or V rows [Hkv, D] into the cache: f32 as is, bf16 rounded to nearest even,
-// int8 quantized per head into rows of D + 4 (kernels/kv_cache_int8.h).
-void put_rows(const float* src, float* dst, int Hkv, int D) {
-  std::memcpy(dst, src, size_t(Hkv) * D * 4);
-}
-void put_rows(const float* src, uint16_t* dst, int Hkv, int D) {
-  f32_to_bf16_row(src, dst, int64_t(Hkv) * D);
-}
-void put_rows(const float* src, int8_t* dst, int Hkv, int D) {
-  for (int h = 0; h < Hkv; ++h)
-    quantize_kv_row(src + int64_t(h) * D, D, dst + int64_t(h) * (D + kKvInt8ScaleBytes));
-}
-
 // A K or V row as f32 (the per-key fallback loop reads f32 rows).
 const float* get_row(const float* row, int, float*) { return row; }
 const float* get_row(const uint16_t* row, int n, float* buf) {
@@ -37,37 +24,6 @@ const float* get_row(const int8_t* row, int n, float* buf) {
   dequantize_kv_row(row, n, buf);
   return buf;
 }
-
-// KV: the cache's element type, float, uint16_t (bf16 bits) or int8_t; activations are F32.
-template <class KV>
-void store_kv_t(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-                const AttentionParams& p) {
-  const int D = p.head_dim, Hq = p.num_q_heads, Hkv = p.num_kv_heads;
-  const int64_t row = int64_t(Hq + 2 * Hkv) * D, T = slot_mapping.numel();
-  const int64_t kvw = int64_t(Hkv) * k_cache.size(2), num_slots = k_cache.size(0);
-  const float* src = qkv.data<float>();
-  const int32_t* slots = slot_mapping.data<int32_t>();
-  KV* kc = k_cache.data<KV>();
-  KV* vc = v_cache.data<KV>();
-  for (int64_t t = 0; t < T; ++t) {
-    const int64_t s = slots[t];
-    if (s < 0 || s >= num_slots) continue;  // -1 = padding; out of range: the defensive rule
-    put_rows(src + t * row + int64_t(Hq) * D, kc + s * kvw, Hkv, D);
-    put_rows(src + t * row + int64_t(Hq + Hkv) * D, vc + s * kvw, Hkv, D);
-  }
-}
-
-}  // namespace
-
-void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-              const AttentionParams& p) {
-  if (k_cache.dtype() == DType::BF16) store_kv_t<uint16_t>(qkv, slot_mapping, k_cache, v_cache, p);
-  else if (k_cache.dtype() == kKvCacheInt8)
-    store_kv_t<int8_t>(qkv, slot_mapping, k_cache, v_cache, p);
-  else store_kv_t<float>(qkv, slot_mapping, k_cache, v_cache, p);
-}
-
-namespace {
 
 // One work item = (sequence, kv head, tile of up to 16 query rows). The queries of all q heads
 // sharing the kv head are processed together so each K/V row is read once per tile (GQA).

@@ -7,9 +7,9 @@
 
 namespace nanovllm::cpu {
 
-// int8: each (token, KV head) row quantized symmetrically with its own scale.
+// int8: each (token, KV head) row quantized symmetrically with its own scale (kv_store.cc).
 void store_kv(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache, Tensor& v_cache,
-              const AttentionParams& p);
+              const AttentionParams& p, ThreadPool& pool);
 // Causal attention over block tables for a varlen batch (prefill, prefix-cached, chunked, decode).
 void paged_attention(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
                      const BatchTensors& batch, const AttentionParams& p, Tensor& out,

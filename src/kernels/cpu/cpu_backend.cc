@@ -117,7 +117,7 @@ class CpuBackend final : public Backend {
   }
   void store_kv_impl(const Tensor& qkv, const Tensor& slot_mapping, Tensor& k_cache,
                      Tensor& v_cache, const AttentionParams& p) override {
-    cpu::store_kv(qkv, slot_mapping, k_cache, v_cache, p);
+    cpu::store_kv(qkv, slot_mapping, k_cache, v_cache, p, pool_);
   }
   void attention_impl(const Tensor& qkv, const Tensor& k_cache, const Tensor& v_cache,
                       const BatchTensors& batch, const AttentionParams& p, Tensor& out) override {

@@ -61,7 +61,8 @@ class Fixture {
       std::vector<int32_t> slot(static_cast<size_t>(len));
       for (int p = 0; p < len; ++p)
         slot[size_t(p)] = tables_[s][size_t(p / kBlock)] * kBlock + p % kBlock;
-      cpu::store_kv(q, Tensor::wrap(slot.data(), {len}, DType::I32), k_, v_, params());
+      ThreadPool pool(2);
+      cpu::store_kv(q, Tensor::wrap(slot.data(), {len}, DType::I32), k_, v_, params(), pool);
     }
   }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "kernels/cpu/row_reduce.h"
 #include "util/check.h"
 
 namespace nanovllm::cpu {
@@ -19,16 +20,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 inline float clean(float v) { return std::isnan(v) ? kNegInf : v; }
 
 // Lowest index of the maximum; NaN never wins. Returns 0 for an all -inf/NaN row.
-int argmax(const float* x, int V) {
-  int best = 0;
-  float bv = kNegInf;
-  for (int i = 0; i < V; ++i)
-    if (x[i] > bv) {
-      bv = x[i];
-      best = i;
-    }
-  return best;
-}
+int argmax(const float* x, int V) { return argmax_f32(x, V); }
 
 // Step 4 of the definition: the allowed token with the largest raw logit, -inf included.
 int fallback_token(const float* raw, int V, const uint32_t* mask) {
@@ -44,8 +36,7 @@ int fallback_token(const float* raw, int V, const uint32_t* mask) {
 
 // Fills out->top (raw log_softmax, value desc then index asc) and returns the row's logsumexp.
 double fill_logprobs(const float* row, int V, int num_top, TokenLogprobs* out) {
-  float m = kNegInf;
-  for (int i = 0; i < V; ++i) m = std::max(m, row[i]);  // NaN-safe: comparisons with NaN fail
+  const float m = max_f32(row, V);  // NaN skipped
   double sum = 0;
   if (std::isfinite(m))
     for (int i = 0; i < V; ++i)
@@ -97,7 +88,9 @@ int race_all(const float* x, int V, float m, uint64_t seed, uint64_t step) {
   // Start with the most likely token (p = 1): it makes best large at once, so the bounds skip
   // almost every other token. It is visited again in order (no change then).
   visit(argmax(x, V));
-  for (int i = 0; i < V; ++i) visit(i);
+  // Only tokens not below skip_below can win; it only rises, and visit() checks it again.
+  for (int i = first_not_below(x, 0, V, skip_below); i < V; i = first_not_below(x, i + 1, V, skip_below))
+    visit(i);
   return token < 0 ? argmax(x, V) : token;  // unreachable: the max token has p = 1
 }
 
@@ -214,8 +207,7 @@ int sample_row(const float* raw, int V, const SamplingRow& p, TokenLogprobs* lp)
   float* x = buf.data();
   for (int i = 0; i < V; ++i) x[i] = token_allowed(mask, i) ? clean(raw[i]) : kNegInf;
   for (const LogitEdit& e : edits) x[e.token] = apply_logit_edit(x[e.token], e, p.penalties);
-  float m = kNegInf;
-  for (int i = 0; i < V; ++i) m = std::max(m, x[i]);
+  float m = max_f32(x, V);
   if (!(m > kNegInf)) return finish(fallback_token(raw, V, mask));
   if (greedy) return finish(argmax(x, V));
 

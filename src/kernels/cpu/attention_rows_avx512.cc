@@ -214,7 +214,7 @@ NV_TARGET_AVX512 void rows_avx512(const AttentionTile<KV>& t) {
   // pass 2 brought -- the first chunk of an item whose predecessor (same thread) did not -- is
   // prefetched kKFar keys ahead in pass 1. Until 2026-11-29 pass 1 fetched both K and V of its
   // chunk (twice the bytes per second a core sustains with this much compute, ~10 GB/s here)
-  // and pass 2 none: per layer, B = 64-128 decode at L = 512-2048 took 1.15-1.3x as long
+  // and pass 2 none: B = 64 decode at L = 1024-2048 took 1.2-1.4x as long per layer
   // (bench_decode_attention, docs/perf.md). Before that K went into L1 8 keys ahead only: ~140
   // lines in flight, more than a core's L1 fill buffers.
   constexpr int kAhead = 2, kKFar = 24, kVAhead = 8;

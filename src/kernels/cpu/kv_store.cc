@@ -22,6 +22,17 @@ namespace nanovllm::cpu {
 
 namespace {
 
+// Values [d0, D) of a row by quantize_kv_row's scalar steps, then the row's scale.
+inline void tail_and_scale(const float* x, int d0, int D, float inv, float amax, int8_t* dst) {
+  for (int d = d0; d < D; ++d) {
+    float v = x[d] * inv;
+    v = v > 127.f ? 127.f : v < -127.f ? -127.f : v;
+    dst[d] = v == v ? int8_t(std::nearbyint(v)) : int8_t(0);
+  }
+  const float s = amax / 127.f;
+  std::memcpy(dst + D, &s, sizeof s);
+}
+
 // quantize_kv_row's arithmetic, 16 values at a time. NaN values are skipped by the max (as
 // std::fmax does) and stored as 0; the D % 16 tail runs the scalar reference's steps.
 NV_TARGET_AVX512 void quantize_row_avx512(const float* x, int D, int8_t* dst) {
@@ -43,13 +54,7 @@ NV_TARGET_AVX512 void quantize_row_avx512(const float* x, int D, int8_t* dst) {
     const __m512i q = _mm512_maskz_cvtps_epi32(ord, c);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + d), _mm512_cvtepi32_epi8(q));
   }
-  for (int d = dv; d < D; ++d) {
-    float v = x[d] * inv;
-    v = v > 127.f ? 127.f : v < -127.f ? -127.f : v;
-    dst[d] = v == v ? int8_t(std::nearbyint(v)) : int8_t(0);
-  }
-  const float s = amax / 127.f;
-  std::memcpy(dst + D, &s, sizeof s);
+  tail_and_scale(x, dv, D, inv, amax, dst);
 }
 
 NV_TARGET_AVX2 void quantize_row_avx2(const float* x, int D, int8_t* dst) {
@@ -77,13 +82,7 @@ NV_TARGET_AVX2 void quantize_row_avx2(const float* x, int D, int8_t* dst) {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + d), _mm_packs_epi16(w, w));
   }
-  for (int d = dv; d < D; ++d) {
-    float v = x[d] * inv;
-    v = v > 127.f ? 127.f : v < -127.f ? -127.f : v;
-    dst[d] = v == v ? int8_t(std::nearbyint(v)) : int8_t(0);
-  }
-  const float s = amax / 127.f;
-  std::memcpy(dst + D, &s, sizeof s);
+  tail_and_scale(x, dv, D, inv, amax, dst);
 }
 
 // A slot's Hkv K or V rows [Hkv, D] into the cache.

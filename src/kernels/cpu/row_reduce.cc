@@ -128,6 +128,8 @@ int argmax_f32(const float* x, int n) {
   return first_equal(x, 0, n, m);
 }
 
+int first_equal_f32(const float* x, int n, float v) { return first_equal(x, 0, n, v); }
+
 int first_not_below(const float* x, int i, int n, float t) {
   switch (active_isa()) {
     case Isa::Avx512: return first_not_below_avx512(x, i, n, t);

@@ -87,7 +87,9 @@ int race_all(const float* x, int V, float m, uint64_t seed, uint64_t step) {
   };
   // Start with the most likely token (p = 1): it makes best large at once, so the bounds skip
   // almost every other token. It is visited again in order (no change then).
-  visit(argmax(x, V));
+  // m is the row's maximum (sample_row), so its first index is one scan, not argmax's two.
+  const int top = first_equal_f32(x, V, m);
+  visit(top < V ? top : argmax(x, V));
   // Only tokens not below skip_below can win; it only rises, and visit() checks it again.
   for (int i = first_not_below(x, 0, V, skip_below); i < V; i = first_not_below(x, i + 1, V, skip_below))
     visit(i);

@@ -101,19 +101,20 @@ int run_gguf_info(int argc, char** argv) {
     // LM head follows --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
-    // A Q4_K / Q5_K / Q6_K / Q3_K / IQ4 tensor runs as stored (int4-g32-zp-k / int5-g32-zp-k /
-    // int6-g16-k / int4-g32-nl;
+    // A Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4 tensor runs as stored (int4-g32-zp-k / int5-g32-zp-k /
+    // int6-g16-k / int2-g16-zp-k / int4-g32-nl;
     // int4-g32-zp-f32 for Q4_K when a tensor-parallel cut splits its superblocks) unless it is
     // fused with another type.
     for (const auto& [name, q] : per_tensor)
       if (ck->tensors().at(name).expert <= 0)
         by_scheme[ck->int4_bits(name) == 6   ? "int6-g16-k"
                   : ck->int4_bits(name) == 5 ? "int5-g32-zp-k"
+                  : ck->int4_bits(name) == 2 ? "int2-g16-zp-k"
                   : ck->int4_table(name)     ? "int4-g32-nl"
                   : ck->has_int4(name)       ? "int4-g32-zp-k"
                                              : q.str()]++;
     j["quantization_auto_tensors"] = by_scheme;
-    // --lm-head-quantization auto on the CPU: the file's Q5_K / Q6_K head as stored, else "none" here
+    // --lm-head-quantization auto on the CPU: the file's Q5_K / Q6_K / Q2_K head as stored, else "none" here
     // (the engine's rule then: int8 with int4 layers, else the layers' scheme).
     j["lm_head_auto"] = nanovllm::gguf_lm_head_quantization(model).str();
     j["config"] = json::parse(ck->hf_config_json());

@@ -14,6 +14,7 @@ std::string QuantScheme::str() const {
              (k_superblocks ? "-k" : "") + (nl_table ? "-nl" : "");
     case QuantKind::Int5: return "int5-g32-zp-k";
     case QuantKind::Int6: return "int6-g16-k";
+    case QuantKind::Int2: return "int2-g16-zp-k";
   }
   return "?";
 }
@@ -35,6 +36,12 @@ QuantScheme parse_quant_scheme(const std::string& s) {
     q.kind = QuantKind::Int6;
     q.group = 16;
     q.k_superblocks = true;
+    return q;
+  }
+  if (s == "int2-g16-zp-k") {  // ggml's Q2_K as stored (a GGUF's; quantize_weight refuses it)
+    q.kind = QuantKind::Int2;
+    q.group = 16;
+    q.zero_points = q.k_superblocks = true;
     return q;
   }
   if (s == "int8-g32") {

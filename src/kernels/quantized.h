@@ -23,6 +23,10 @@
 //   consecutive k, w = d[s] * sc[g] * (q - 32), q in [0, 63], sc a signed 8-bit integer, d an f16
 //   per superblock s of 16 groups (256 k). d x sc is an exact f32 product: 6.5625 bits per
 //   weight, the file's own form and size.
+// - int2-g16-zp-k (made only by a repack of ggml's Q2_K, kernels/cpu/pack_kquants.h): per group of
+//   16 consecutive k, w = d[s] * sc[g] * q - dmin[s] * m[g], q in [0, 3], sc and m 4-bit, d and
+//   dmin f16 per superblock s of 16 groups (256 k). d x sc and dmin x m are exact f32 products:
+//   2.625 bits per weight, the file's own form and size.
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
@@ -53,6 +57,10 @@
 //   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
 //   group u, byte 4r + j of P_i holds in bits 0-5 the code of k = 16u + 4i + j (row r), and in
 //   bits 6-7 bits 2i, 2i+1 of the code of k = 16u + 12 + j (int6_code below).
+// - int2-g16-zp-k: Kp = K, a multiple of 256; a block is Kp / 256 superblocks of [16 group lines:
+//   byte 4r + j of group u's line holds in bits 2i, 2i+1 the code of k = 16u + 4i + j (row r)]
+//   [16 x 16 u8 sc | m << 4, group u's at 16u][16 f16 d][16 f16 dmin] (1344 bytes = 21 lines, as
+//   the file's 84 bytes per 256 k of a row; int2_code below).
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h; int5 /
 //   int6 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
@@ -67,15 +75,15 @@
 
 namespace nanovllm {
 
-enum class QuantKind : uint8_t { None, Int8, Int4, Int5, Int6 };
+enum class QuantKind : uint8_t { None, Int8, Int4, Int5, Int6, Int2 };
 
 struct QuantScheme {
   QuantKind kind = QuantKind::None;
-  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32); int6: 16
+  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32); int6, int2: 16
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
-                               // int5 and int6 always (Q5_K's, Q6_K's)
+                               // int5, int6 and int2 always (Q5_K's, Q6_K's, Q2_K's)
   // int8-g32 from a GGUF block type (Q5_0, IQ4_NL, ...; engine/model_files.h): a group that is
   // not exact at step max |w| / 127 may be exact on a coarser step max |w| / c, which the
   // quantizer then searches (kernels/cpu/quantize.cc). Not part of str(): the layout is the same.
@@ -84,15 +92,16 @@ struct QuantScheme {
   static constexpr int kSuperblockBytes = 2368;      // int4 k_superblocks: 16 rows x 256 k
   static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
+  static constexpr int kInt2SuperblockBytes = 1344;  // int2-g16-zp-k: 16 rows x 256 k
   // int6-g16-k: the d table at the start of a block of `superblocks` superblocks.
   static constexpr int64_t int6_d_bytes(int64_t superblocks) { return (superblocks * 32 + 63) / 64 * 64; }
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", "int2-g16-zp-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
-// "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k"
-// (the last four name repack layouts; quantize_weight refuses the last three). Throws naming the value and
+// "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k" |
+// "int2-g16-zp-k" (the last five name repack layouts; quantize_weight refuses the last four). Throws naming the value and
 // the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -114,6 +123,7 @@ struct QuantizedWeight {
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
     if (scheme.kind == QuantKind::Int5) return 320;  // 4 nibble lines + 1 bit line
+    if (scheme.kind == QuantKind::Int2) return 64;   // 1 line of 2-bit codes
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     if (scheme.nl_table) return 8 * scheme.group + 64;
@@ -139,6 +149,11 @@ inline int int6_code(const uint8_t* group_lines, int64_t r, int e) {
   const int64_t j = 4 * r + e % 4;
   if (e < 12) return group_lines[64 * (e / 4) + j] & 63;
   return (group_lines[j] >> 6) | ((group_lines[64 + j] >> 6) << 2) | ((group_lines[128 + j] >> 6) << 4);
+}
+
+// int2-g16-zp-k: the code (0..3) of element e (0..15) of row r in a group's line.
+inline int int2_code(const uint8_t* group_line, int64_t r, int e) {
+  return (group_line[4 * r + e % 4] >> (2 * (e / 4))) & 3;
 }
 
 // A linear layer's weight [N, K] as the model holds it: dense (checkpoint dtype, on the

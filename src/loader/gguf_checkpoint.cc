@@ -182,7 +182,8 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   const Ref& r = it->second;
   const uint32_t ty = r.t->type;
   return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K) ||
-          ty == uint32_t(GgmlType::Q3_K) || ty == uint32_t(GgmlType::IQ4_NL) || ty == uint32_t(GgmlType::IQ4_XS)) &&
+          ty == uint32_t(GgmlType::Q3_K) || ty == uint32_t(GgmlType::Q2_K) || ty == uint32_t(GgmlType::IQ4_NL) ||
+          ty == uint32_t(GgmlType::IQ4_XS)) &&
          r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
 }
 
@@ -190,7 +191,10 @@ int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   if (!has_int4(hf_name)) return 0;
   const uint32_t ty = refs_.at(hf_name).t->type;
   // Q3_K runs in Q6_K's form (unpack_row_q3_k): 6-bit codes of which it uses 28..35.
-  return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6 : ty == uint32_t(GgmlType::Q5_K) ? 5 : 4;
+  return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6
+         : ty == uint32_t(GgmlType::Q5_K)                                  ? 5
+         : ty == uint32_t(GgmlType::Q2_K)                                  ? 2
+                                                                           : 4;
 }
 
 bool GgufCheckpoint::int4_table(const std::string& hf_name) const {
@@ -201,7 +205,7 @@ bool GgufCheckpoint::int4_table(const std::string& hf_name) const {
 
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_,
-           " is not a Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS linear weight");
+           " is not a Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
@@ -245,25 +249,29 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
           g.scales.data<float>() + hr * g.G, g.d.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G);
     return g;
   }
+  // Q4_K / Q5_K (groups of 32) and Q2_K (groups of 16): codes, scale and min per group, their
+  // factors per superblock of 256 (int4_groups.h).
+  const bool q2 = t.type == uint32_t(GgmlType::Q2_K);
+  const int gs = q2 ? 16 : 32;
   g.N = t.ne[1];
   g.K = t.ne[0];
-  g.G = g.K / 32;
+  g.G = g.K / gs;
   g.q = Tensor::empty({g.N, g.K}, DType::U8);
   g.scales = Tensor::empty({g.N, g.G}, DType::F32);
   g.mins = Tensor::empty({g.N, g.G}, DType::F32);
   g.g_idx = Tensor::empty({g.K}, DType::I32);
-  for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / gs);
   const int64_t S = g.K / 256;
   g.d = Tensor::empty({g.N, S}, DType::F32);
   g.dmin = Tensor::empty({g.N, S}, DType::F32);
   g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
   g.sub_min = Tensor::empty({g.N, g.G}, DType::U8);
   const bool q5 = t.type == uint32_t(GgmlType::Q5_K);  // Q4_K's parameters with a fifth code bit
-  if (q5) g.bits = 5;
-  const size_t row_bytes = size_t(S) * (q5 ? 176 : 144);
+  g.bits = q5 ? 5 : q2 ? 2 : 4;
+  const size_t row_bytes = size_t(S) * (q5 ? 176 : q2 ? 84 : 144);
   const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;  // an expert's slice of the stack
   for (int64_t hr = 0; hr < g.N; ++hr)
-    (q5 ? unpack_row_q5_k : unpack_row_q4_k)(
+    (q5 ? unpack_row_q5_k : q2 ? unpack_row_q2_k : unpack_row_q4_k)(
         t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
         g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G, g.d.data<float>() + hr * S,
         g.dmin.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G, g.sub_min.data<uint8_t>() + hr * g.G);

@@ -251,6 +251,25 @@ void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
   }
 }
 
+void unpack_row_q2_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d_out,
+                     float* dmin_out, uint8_t* sc_out, uint8_t* m_out) {
+  NV_CHECK(n % QK_K == 0, "unpack_row_q2_k: ", n, " elements are not whole 256-blocks");
+  for (int64_t b = 0; b < n / QK_K; ++b, src += 84) {  // as deq_q2_k, element e at q[e]
+    const float d = h2f(src + 80), dmin = h2f(src + 82);
+    d_out[b] = d, dmin_out[b] = dmin;
+    for (int g = 0; g < 16; ++g) {  // group g: elements 16g .. 16g + 15, deq_q2_k's `is`
+      const uint8_t s = src[g];
+      sc_out[g] = s & 0xF, m_out[g] = s >> 4;
+      scale[g] = d * float(s & 0xF);    // deq_q2_k's dl: an exact product (f16 x 4-bit integer)
+      min[g] = -(dmin * float(s >> 4));  // minus its ml, exact likewise
+      // Element 128h + 32j + 16 half + l: bits 2j, 2j+1 of qs[32h + 16 half + l].
+      const int h = g / 8, j = (g % 8) / 2, half = g % 2;
+      for (int l = 0; l < 16; ++l) q[16 * g + l] = uint8_t((src[16 + 32 * h + 16 * half + l] >> (2 * j)) & 3);
+    }
+    q += QK_K, scale += 16, min += 16, sc_out += 16, m_out += 16;
+  }
+}
+
 void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d_out, uint8_t* sc_out) {
   NV_CHECK(n % QK_K == 0, "unpack_row_q6_k: ", n, " elements are not whole 256-blocks");
   for (int64_t b = 0; b < n / QK_K; ++b, src += 210) {  // as deq_q6_k, element e at q[e]

@@ -56,6 +56,12 @@ void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
 // scale[k / 32] * q[k] + min[k / 32].
 void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
                      float* dmin, uint8_t* sc, uint8_t* m);
+// One Q2_K row of n elements (n % 256 == 0) as 2-bit codes q[n] (0..3) and per-16 parameters,
+// so that dequantize_row gives exactly scale[k / 16] * q[k] + min[k / 16] (scale = d x sc and
+// min = -(dmin x m), exact f32 products); and the factors d[n / 256], dmin[n / 256] (f16 values),
+// sc[n / 16], m[n / 16] (4-bit): the int2-g16-zp-k kernels' lossless repack.
+void unpack_row_q2_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
+                     float* dmin, uint8_t* sc, uint8_t* m);
 // One Q6_K row of n elements (n % 256 == 0) as 6-bit codes q[n] (0..63) and per-16 scales
 // scale[n / 16] = d x sc (an exact f32 product), so that dequantize_row gives exactly
 // scale[k / 16] * (q[k] - 32); and the factors d[n / 256] (f16 values), sc[n / 16] (i8 bits).

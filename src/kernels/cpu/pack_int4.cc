@@ -186,6 +186,7 @@ QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocato
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   if (w.bits == 6) return pack_int6_groups(w, pool, alloc);  // Q6_K
   if (w.bits == 5) return pack_int5_groups(w, pool, alloc);  // Q5_K
+  if (w.bits == 2) return pack_int2_groups(w, pool, alloc);  // Q2_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");
   check_input(w);
   if (w.iq4_table) return pack_iq4(w, pool, alloc);

@@ -119,7 +119,75 @@ void check_int5(const Int4Groups& w) {
     }
 }
 
+void check_int2(const Int4Groups& w) {
+  NV_CHECK(w.bits == 2 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 16 == 0,
+           "int2 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
+           "-bit codes is not Q2_K's groups of 16 in superblocks of 256");
+  const int64_t S = w.G / 16;
+  NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
+               shaped(w.mins, DType::F32, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, S}) &&
+               shaped(w.dmin, DType::F32, {w.N, S}) && shaped(w.sub_scale, DType::U8, {w.N, w.G}) &&
+               shaped(w.sub_min, DType::U8, {w.N, w.G}) && shaped(w.g_idx, DType::I32, {w.K}),
+           "int2 groups: q ", w.q.str(), " scales ", w.scales.str(), " mins ", w.mins.str(), " d ", w.d.str(),
+           " dmin ", w.dmin.str(), " sc ", w.sub_scale.str(), " m ", w.sub_min.str(), " g_idx ", w.g_idx.str(),
+           " do not match [", w.N, ", ", w.K, "] in ", w.G, " groups");
+  check_codes(w);
+  const float* d = w.d.data<float>();
+  const float* dm = w.dmin.data<float>();
+  const uint8_t* sc = w.sub_scale.data<uint8_t>();
+  const uint8_t* mm = w.sub_min.data<uint8_t>();
+  for (int64_t n = 0; n < w.N; ++n)
+    for (int64_t g = 0; g < w.G; ++g) {
+      const int64_t i = n * w.G + g, si = n * S + g / 16;
+      NV_CHECK(f16_value(d[si]) && f16_value(dm[si]) && sc[i] < 16 && mm[i] < 16 &&
+                   same_value(d[si] * float(sc[i]), w.scales.data<float>()[i]) &&
+                   same_value(-(dm[si] * float(mm[i])), w.mins.data<float>()[i]),
+               "int2 groups: row ", n, " group ", g, ": superblock factors (", d[si], " x ", int(sc[i]), ", ",
+               dm[si], " x ", int(mm[i]), ") do not give its scale ", w.scales.data<float>()[i], " and min ",
+               w.mins.data<float>()[i]);
+    }
+}
+
 }  // namespace
+
+QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  check_int2(w);
+  const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
+  const SuperblockPlan plan = plan_columns(w, 16);
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int2-g16-zp-k"), alloc);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, SB = QuantScheme::kInt2SuperblockBytes;
+  const uint8_t* q = w.q.data<uint8_t>();
+  const float* d = w.d.data<float>();
+  const float* dm = w.dmin.data<float>();
+  const uint8_t* sc = w.sub_scale.data<uint8_t>();
+  const uint8_t* mm = w.sub_min.data<uint8_t>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: d, dmin 0, codes 0
+      for (int64_t s = 0; s < plan.nsb; ++s) {
+        uint8_t* sb = blk + s * SB;
+        const int64_t src = plan.ss0 + s;  // the source superblock
+        const int32_t* cols = plan.act_index.data() + 256 * s;
+        for (int64_t r = 0; r < R && b * R + r < N; ++r) {
+          const int64_t n = b * R + r;
+          reinterpret_cast<uint16_t*>(sb + 1280)[r] = f32_to_f16(d[n * S + src]);
+          reinterpret_cast<uint16_t*>(sb + 1312)[r] = f32_to_f16(dm[n * S + src]);
+          for (int64_t u = 0; u < 16; ++u) {
+            const int64_t g = n * G + 16 * src + u;
+            sb[1024 + 16 * u + r] = uint8_t(sc[g] | (mm[g] << 4));
+            for (int e = 0; e < 16; ++e) {
+              const int32_t col = cols[16 * u + e];
+              const int c = col >= 0 ? q[n * K + col] : 0;  // a zero column: its activation is 0
+              sb[64 * u + 4 * r + e % 4] |= uint8_t(c << (2 * (e / 4)));
+            }
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * 256 * plan.nsb, int64_t(1) << 16));
+  return qw;
+}
 
 QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   check_int6(w);

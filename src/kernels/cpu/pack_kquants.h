@@ -5,6 +5,9 @@
 //   [-32, 31]: exact again).
 // - Q5_K (bits 5) -> int5-g32-zp-k: Q4_K's scheme (pack_int4.h) with 5-bit codes; scale x q is
 //   exact and + min rounds once, as in ggml.
+// - Q2_K (bits 2) -> int2-g16-zp-k: the file's 2-bit codes, 4-bit sc / m per 16 and f16 d / dmin
+//   per 256 as they are (2.625 bits per weight, as the file); d x sc x q exact, - dmin x m rounds
+//   once, as in ggml.
 // A tensor-parallel column slice cut inside a superblock keeps its source superblocks whole: the
 // slots of the other rank's columns become zero columns of an act_index gather (their bytes are
 // read, their activations are 0), so no weight changes.
@@ -16,10 +19,11 @@
 
 namespace nanovllm::cpu {
 
-// Throw for malformed input: shapes and dtypes, codes past 63 / 31, zeros other than 32, factors
+// Throw for malformed input: shapes and dtypes, codes past 63 / 31 / 3, zeros other than 32, factors
 // that do not give the scales (and mins), a d (dmin) that is not an f16 value.
 QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
+QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 
 // The layout of `scheme` for a repack whose kernel column j reads input column act_index[j]
 // (-1: a zero column): K = act_index.size(), the gather kept unless `identity`, data allocated.

@@ -78,8 +78,9 @@ void gather_columns(const float* x, int64_t M, int64_t Kx, const int32_t* idx, i
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
-  // int4 / int5 / int6 codes are the unsigned operand: they take signed activations.
-  const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6;
+  // int4 / int5 / int6 / int2 codes are the unsigned operand: they take signed activations.
+  const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6 ||
+                    w.kind == QuantKind::Int2;
   const bool offset = offset128 && !int4;
   const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : w.nl_table ? 128 : 8;  // see QActs::gsum8
   const int64_t ng = int4 ? Kp / g : 0;
@@ -147,6 +148,22 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
             const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 2816);
             const float sc = f16_to_f32(dd[r]) * float(sb[2560 + 16 * (gi % 8) + r]);
             const float mn = f16_to_f32(dd[16 + r]) * float(sb[2688 + 16 * (gi % 8) + r]);
+            acc = std::fma(float(d), sc, acc);
+            acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
+        if (w.kind == QuantKind::Int2) {  // as int4-g32-zp-k in groups of 16 with 2-bit codes
+          const int64_t ng = Kp / 16;
+          float acc = 0.f;
+          for (int64_t gi = 0; gi < ng; ++gi) {
+            const uint8_t* sb = blk + (gi / 16) * QuantScheme::kInt2SuperblockBytes;
+            int32_t d = 0;
+            for (int e = 0; e < 16; ++e) d += int2_code(sb + 64 * (gi % 16), r, e) * x[gi * 16 + e];
+            const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 1280);
+            const int scm = sb[1024 + 16 * (gi % 16) + r];
+            const float sc = f16_to_f32(dd[r]) * float(scm & 15), mn = f16_to_f32(dd[16 + r]) * float(scm >> 4);
             acc = std::fma(float(d), sc, acc);
             acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
           }

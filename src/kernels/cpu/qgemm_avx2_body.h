@@ -470,12 +470,68 @@ void int6k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
   }
 }
 
+// int2-g16-zp-k (as qgemm_avx512.cc's int2k_rows). Without VNNI a pmaddubsw pair sum of 2-bit
+// codes is at most 2 * 3 * 127: the group's 4 vectors sum in 16 bits.
+template <int MB, int HB>
+void int2k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt2SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256;
+  const __m256i m3 = _mm256_set1_epi8(0x03), m15 = _mm256_set1_epi32(15);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t* sb = blk + s * SB;
+        __m256 dv[HB], dminv[HB];
+        for (int hh = 0; hh < HB; ++hh) {
+          dv[hh] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 1280 + 16 * (h0 + hh))));
+          dminv[hh] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 1312 + 16 * (h0 + hh))));
+        }
+        for (int u = 0; u < 16; ++u) {
+          const int64_t gi = s * 16 + u;
+          const uint8_t* r = sb + 64 * u;
+          const uint8_t* xg = a.x + gi * G;
+          for (int hh = 0; hh < HB; ++hh) {
+            const int h = h0 + hh;
+            const __m256i v = load256(r + 32 * h);
+            const __m256i q0 = _mm256_and_si256(v, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3),
+                          q2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3),
+                          q3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+            const __m256i scm = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 1024 + 16 * u + 8 * h)));
+            const __m256 sc = _mm256_mul_ps(dv[hh], _mm256_cvtepi32_ps(_mm256_and_si256(scm, m15)));
+            const __m256 mn = _mm256_mul_ps(dminv[hh], _mm256_cvtepi32_ps(_mm256_srli_epi32(scm, 4)));
+            for (int m = 0; m < MB; ++m) {
+              const uint8_t* xm = xg + m * Kp;
+              const __m256i z = _mm256_setzero_si256();
+              const __m256i s01 = nib_dot(nib_dot(z, q0, bcast4(xm)), q1, bcast4(xm + 4));
+              const __m256i s0123 = nib_dot(nib_dot(s01, q2, bcast4(xm + 8)), q3, bcast4(xm + 12));
+              const __m256i d = widen_add(z, s0123);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+              facc[hh][m] = _mm256_fnmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+            }
+          }
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
   constexpr int HB = MB == 1 ? 2 : 1;
   if (w.kind == QuantKind::Int6) return int6k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int5) return int5k_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int2) return int2k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);

@@ -5,7 +5,8 @@
 //   int8-g32: as int8, minus 128 * group sum and scaled per group of 32 k.
 //   int4: unsigned = weight nibbles, signed = activations (broadcast); per group the integer
 //         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
-//   int5 / int6: as int4 with 5- / 6-bit codes (int6: groups of 16, minus 32 * group sum).
+//   int5 / int6 / int2: as int4 with 5- / 6- / 2-bit codes (int6: groups of 16, minus 32 * group
+//         sum; int2: groups of 16 with a min).
 // Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
 // bound a bandwidth-bound stream; each weight byte is loaded once per call of up to kQMaxRows
 // activation rows.
@@ -424,6 +425,60 @@ NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// int2-g16-zp-k (Q2_K's own form, kernels/quantized.h): per group of 16 k one line whose bit
+// pairs 2i, 2i+1 are the codes of k 4i .. 4i+3 (a 16-bit shift and an and each); the group's
+// dot is scaled by d x sc, then minus its activation sum times dmin x m (exact f32 products;
+// sc | m << 4 in one byte), in group order: qrows_scalar's sums bit for bit.
+template <int MB>
+NV_TARGET_VNNI512 void int2k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt2SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256;
+  const __m512i m3 = _mm512_set1_epi8(0x03);
+  const __m512i m15 = _mm512_set1_epi32(15);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + s * SB;
+      // The group lines' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
+      // factors' length past the lines) close the gap it leaves at each superblock.
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 5; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(sb + 1024 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1280)));
+      const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1312)));
+      for (int u = 0; u < 16; ++u) {
+        const int64_t gi = s * 16 + u;
+        const uint8_t* r = sb + 64 * u;
+        const uint8_t* xg = a.x + gi * G;
+        if constexpr (kPrefetch<MB>)
+          _mm_prefetch(reinterpret_cast<const char*>(r + kStreamPrefetchBytes), _MM_HINT_T0);
+        const __m512i v = _mm512_loadu_si512(r);
+        const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3),
+                      q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3),
+                      q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+        const __m512i scm = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 1024 + 16 * u)));
+        const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_and_si512(scm, m15)));
+        const __m512 mn = _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_srli_epi32(scm, 4)));
+#pragma GCC unroll 8
+        for (int m = 0; m < MB; ++m) {
+          const uint8_t* xm = xg + m * Kp;
+          __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, bcast4(xm));
+          __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, bcast4(xm + 4));
+          d0 = _mm512_dpbusd_epi32(d0, q2, bcast4(xm + 8));
+          d1 = _mm512_dpbusd_epi32(d1, q3, bcast4(xm + 12));
+          facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), sc, facc[m]);
+          facc[m] = _mm512_fnmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+        }
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 // Large M on int5 / int6 (qtile_avx512_vnni): a block's codes unpacked once, one byte each in
 // the int8 vector order (vector i: k 4i .. 4i+3 of the 16 rows), for every chunk of activation
 // rows. The groups' sums are int5k_rows's / int6k_rows's, in the same order.
@@ -524,6 +579,7 @@ template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int5) return int5k_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int2) return int2k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);

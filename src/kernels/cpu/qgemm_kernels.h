@@ -4,7 +4,7 @@
 // Every kernel computes, for the M (<= kQMaxRows) activation rows of `a` and the 16-row weight
 // blocks [b0, b1) (kernels/quantized.h: layout):
 //   out[m * ldo + n] = sx[m] * sum_k x8[m, k] * w_dequantized[n, k],  n < N
-// with exact integer dot products (per int4 / int5 / int6 / int8-g32 group, per int8 row) and f32 scaling. A block's 16
+// with exact integer dot products (per int4 / int5 / int6 / int2 / int8-g32 group, per int8 row) and f32 scaling. A block's 16
 // rows are the 16 lanes of a vector, so each output is stored once, 16 at a time.
 #pragma once
 #include <cstdint>
@@ -28,7 +28,7 @@ inline constexpr std::array<uint8_t, 16> kIq4nlPlus128 = [] {
 // The weight as plain pointers (no library code runs inside the ISA-specific files).
 struct QWeightView {
   QuantKind kind = QuantKind::None;
-  int group = 0;  // int4: 32 / 64; int8: 0 (per row) or 32 (int8-g32); int5: 32; int6: 16
+  int group = 0;  // int4: 32 / 64; int8: 0 (per row) or 32 (int8-g32); int5: 32; int6, int2: 16
   bool zero_points = false;
   bool f32_params = false;     // int4-g32-zp with f32 scale and min (kernels/quantized.h)
   bool k_superblocks = false;  // int4-g32-zp with Q4_K's two-level scale and min (same)

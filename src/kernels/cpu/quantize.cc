@@ -216,6 +216,12 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
              " K = ", K);
     q.Kp = K;
     q.block_bytes = K / 256 * QuantScheme::kInt5SuperblockBytes;
+  } else if (scheme.kind == QuantKind::Int2) {
+    NV_CHECK(scheme.group == 16 && scheme.zero_points && scheme.k_superblocks && K % 256 == 0,
+             "int2 needs group 16 with zero points in superblocks and K a multiple of 256, got ", scheme.str(),
+             " K = ", K);
+    q.Kp = K;
+    q.block_bytes = K / 256 * QuantScheme::kInt2SuperblockBytes;
   } else if (scheme.kind == QuantKind::Int6) {
     NV_CHECK(scheme.group == 16 && scheme.k_superblocks && K % 256 == 0,
              "int6 needs group 16 in superblocks and K a multiple of 256, got ", scheme.str(), " K = ", K);
@@ -258,6 +264,7 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
            scheme.nl_table                 ? "IQ4_NL / IQ4_XS"
            : scheme.kind == QuantKind::Int6 ? "Q6_K"
            : scheme.kind == QuantKind::Int5 ? "Q5_K"
+           : scheme.kind == QuantKind::Int2 ? "Q2_K"
                                             : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
@@ -310,6 +317,17 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
       const float sc = f16_to_f32(dd[r]) * float(sb[2560 + 16 * j + r]);
       const float mn = f16_to_f32(dd[16 + r]) * float(sb[2688 + 16 * j + r]);
       out[k] = sc * float(int5_code(sb + 320 * j, r, int(k % 32))) - mn;
+    }
+    return;
+  }
+  if (q.scheme.kind == QuantKind::Int2) {  // d * sc, dmin * m: exact f32 products (ggml's dl, ml)
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* sb = blk + (k / 256) * QuantScheme::kInt2SuperblockBytes;
+      const int64_t u = (k % 256) / 16;
+      const uint16_t* dd = reinterpret_cast<const uint16_t*>(sb + 1280);
+      const int scm = sb[1024 + 16 * u + r];
+      const float sc = f16_to_f32(dd[r]) * float(scm & 15), mn = f16_to_f32(dd[16 + r]) * float(scm >> 4);
+      out[k] = sc * float(int2_code(sb + 64 * u, r, int(k % 16))) - mn;
     }
     return;
   }

@@ -1,4 +1,5 @@
-// ggml's Q6_K and Q5_K onto the int6-g16-k and int5-g32-zp-k kernels (kernels/cpu/pack_kquants.h),
+// ggml's Q6_K, Q5_K and Q2_K onto the int6-g16-k, int5-g32-zp-k and int2-g16-zp-k kernels
+// (kernels/cpu/pack_kquants.h),
 // IQ4_NL / IQ4_XS onto int4-g32-nl (kernels/cpu/pack_int4.h):
 // every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
 // against the f64 product with the int8 activations and against their one summation order,
@@ -102,12 +103,47 @@ Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
   return w;
 }
 
-// The file's value of weight [n, k]: Q6_K scale x (q - 32), Q5_K scale x q + min (one rounding).
+// Q2_K-shaped groups: codes 0..3, per 16 columns a 4-bit sub-scale and sub-min, per 256 an f16
+// d and dmin; scale = d x sc, min = -(dmin x m) (as loader/gguf_quants.h unpacks a file).
+Int4Groups random_q2k_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.bits = 2;
+  w.N = N, w.K = K, w.G = K / 16;
+  const int64_t S = K / 256;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.mins = Tensor::empty({N, w.G}, DType::F32);
+  w.d = Tensor::empty({N, S}, DType::F32);
+  w.dmin = Tensor::empty({N, S}, DType::F32);
+  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
+  w.sub_min = Tensor::empty({N, w.G}, DType::U8);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 16);
+  std::uniform_int_distribution<int> code(0, 3), four(0, 15);
+  std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
+  for (int64_t i = 0; i < N * S; ++i) {
+    w.d.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+    w.dmin.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+  }
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < w.G; ++g) {
+      const int64_t i = n * w.G + g;
+      w.sub_scale.data<uint8_t>()[i] = uint8_t(four(rng));
+      w.sub_min.data<uint8_t>()[i] = uint8_t(four(rng));
+      w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / 16] * float(w.sub_scale.data<uint8_t>()[i]);
+      w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 16] * float(w.sub_min.data<uint8_t>()[i]));
+    }
+  return w;
+}
+
+// The file's value of weight [n, k]: Q6_K scale x (q - 32), Q5_K / Q2_K scale x q + min (one rounding).
 float reference(const Int4Groups& w, int64_t n, int64_t k) {
   const int64_t g = n * w.G + w.g_idx.data<int32_t>()[k];
   const int q = w.q.data<uint8_t>()[n * w.K + k];
   if (w.iq4_table) return w.scales.data<float>()[g] * float(kIq4nlTable[q]);
-  if (w.bits == 5) return w.scales.data<float>()[g] * float(q) + w.mins.data<float>()[g];
+  if (w.bits == 5 || w.bits == 2) return w.scales.data<float>()[g] * float(q) + w.mins.data<float>()[g];
   return w.scales.data<float>()[g] * float(q - 32);
 }
 
@@ -335,6 +371,77 @@ TEST(PackInt5, RejectsMalformedInput) {
   nomins.dmin = Tensor();
   EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
   EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int5-g32-zp-k"), pool),
+               Error);
+}
+
+TEST(PackInt2, Q2KIsExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q2k_groups(37, 768, 81);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int2-g16-zp-k");
+  EXPECT_FALSE(q.act_index.defined());
+  EXPECT_EQ(q.block_bytes, 3 * 1344);  // per 256 columns: 16 lines of codes + 256 sc|m + 64 d/dmin bytes
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  // Tensor-parallel column slices: at a superblock, inside one, inside a group.
+  const Int4Groups half = columns(w, 256, 512), cut = columns(w, 128, 384), odd = columns(w, 200, 300);
+  EXPECT_FALSE(cpu::pack_int4_groups(half, pool).act_index.defined());
+  for (const Int4Groups* c : {&half, &cut, &odd}) {
+    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
+    EXPECT_EQ(qc.scheme.str(), "int2-g16-zp-k");
+    EXPECT_EQ(qc.x_features(), c->K);
+    EXPECT_EQ(exact_rows(*c, qc), c->N);
+  }
+  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
+}
+
+// As PackInt5.KernelsSumInOneOrder in groups of 16: the integer dot times d x sc, then minus the
+// group's activation sum times dmin x m, each an f32 fma in group order; times the row's scale.
+TEST(PackInt2, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q2k_groups(21, 512, 82);
+  const int64_t K = w.K, S = K / 256;
+  // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 10, true, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t g = 0; g < K / 16; ++g) {
+      int32_t dot = 0, sum = 0;
+      for (int64_t k = 16 * g; k < 16 * g + 16; ++k)
+        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+      const float sc = w.d.data<float>()[n * S + g / 16] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
+      const float mn = w.dmin.data<float>()[n * S + g / 16] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
+      acc = std::fma(float(dot), sc, acc);
+      acc = std::fma(float(sum), -mn, acc);
+    }
+    return acc;
+  });
+}
+
+TEST(PackInt2, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q2k_groups(16, 256, 83);
+  auto copy = [](const Tensor& t) {
+    Tensor c = Tensor::empty(t.shape(), t.dtype());
+    std::memcpy(c.raw(), t.raw(), t.nbytes());
+    return c;
+  };
+  Int4Groups code = w;
+  code.q = copy(w.q);
+  code.q.data<uint8_t>()[9] = 4;  // not a 2-bit code
+  EXPECT_THROW(cpu::pack_int4_groups(code, pool), Error);
+  Int4Groups m = w;
+  m.sub_min = copy(w.sub_min);
+  m.sub_min.data<uint8_t>()[3] ^= 1;  // no longer gives its min
+  EXPECT_THROW(cpu::pack_int4_groups(m, pool), Error);
+  Int4Groups wide = w;
+  wide.sub_scale = copy(w.sub_scale);
+  wide.scales = copy(w.scales);
+  wide.sub_scale.data<uint8_t>()[5] = 16;  // not 4-bit, though it gives its scale
+  wide.scales.data<float>()[5] = w.d.data<float>()[0] * 16.f;
+  EXPECT_THROW(cpu::pack_int4_groups(wide, pool), Error);
+  Int4Groups nomins = w;
+  nomins.dmin = Tensor();
+  EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
+  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int2-g16-zp-k"), pool),
                Error);
 }
 

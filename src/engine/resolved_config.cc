@@ -46,7 +46,7 @@ ResolvedConfig resolve(const Config& config) {
     if (k == QuantKind::Int5 || k == QuantKind::Int6 || k == QuantKind::Int2)  // only a file's own head can be held so
       NV_CHECK(r.device == Device::CPU && gguf_lm_head_quantization(c.model).str() == c.lm_head_quantization,
                "lm_head_quantization '", c.lm_head_quantization, "' keeps a GGUF's ",
-               k == QuantKind::Int6 ? "Q6_K" : k == QuantKind::Int5 ? "Q5_K" : "Q2_K", " LM head as stored, on the CPU; the LM head of '",
+               k == QuantKind::Int6 ? "Q6_K" : k == QuantKind::Int5 ? "Q5_K / Q5_1" : "Q2_K", " LM head as stored, on the CPU; the LM head of '",
                c.model, "' on ", device_name(r.device), " is not one (use auto, none or a --quantization value)");
   } else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
     r.lm_head_quantization = stored_head;

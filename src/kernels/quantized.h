@@ -16,6 +16,10 @@
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
 //   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
+// - int5-g32-zp-f32 (made only by a repack of ggml's Q5_1, or of Q5_K groups a tensor-parallel cut
+//   or a fused Q5_1 part leaves without their superblock): per group of 32, w = scale[g] * q +
+//   min[g], q in [0, 31], f32 scale and min (Q5_1's f16 d and m, or Q5_K's exact products): 7 bits
+//   per weight (the file: 6).
 // - int4-g32-nl (made only by a repack of ggml's IQ4_NL / IQ4_XS): per group of 32, w = scale[g] *
 //   kIq4nlTable[q] (kernels/int4_groups.h: ggml's 16 values in [-127, 113]), q in [0, 15], an
 //   f32 scale (IQ4_XS's d x (ls - 32) takes up to 17 significant bits): 5 bits per weight.
@@ -52,6 +56,8 @@
 //   of 320 bytes: 4 lines of nibbles as int4's, then a line whose byte 4r + j holds in bit v the
 //   fifth bit of the code of k = 4v + j][8 x 16 u8 sc][8 x 16 u8 m][16 f16 d][16 f16 dmin]
 //   (2880 bytes = 45 lines; int5_code below).
+// - int5-g32-zp-f32: Kp = K rounded up to 32; a block is Kp / 32 records of [int5-g32-zp-k's group
+//   record: 4 lines of nibbles, 1 line of fifth bits][16 f32 scales][16 f32 mins] (448 bytes).
 // - int6-g16-k: Kp = K, a multiple of 256. A block is [the 16 rows' f16 d of each superblock,
 //   Kp / 256 x 32 bytes, zero-padded to a multiple of 64] then Kp / 256 superblocks of
 //   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
@@ -101,7 +107,8 @@ struct QuantScheme {
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k" |
-// "int2-g16-zp-k" (the last five name repack layouts; quantize_weight refuses the last four). Throws naming the value and
+// "int2-g16-zp-k" | "int5-g32-zp-f32" (the last six name repack layouts; quantize_weight refuses the
+// last five). Throws naming the value and
 // the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -122,7 +129,7 @@ struct QuantizedWeight {
   int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
-    if (scheme.kind == QuantKind::Int5) return 320;  // 4 nibble lines + 1 bit line
+    if (scheme.kind == QuantKind::Int5) return scheme.k_superblocks ? 320 : 448;  // 4 nibble lines + 1 bit line (+ f32 params)
     if (scheme.kind == QuantKind::Int2) return 64;   // 1 line of 2-bit codes
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;

@@ -182,7 +182,8 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   const Ref& r = it->second;
   const uint32_t ty = r.t->type;
   return (ty == uint32_t(GgmlType::Q4_K) || ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q6_K) ||
-          ty == uint32_t(GgmlType::Q3_K) || ty == uint32_t(GgmlType::Q2_K) || ty == uint32_t(GgmlType::IQ4_NL) ||
+          ty == uint32_t(GgmlType::Q3_K) || ty == uint32_t(GgmlType::Q2_K) || ty == uint32_t(GgmlType::Q5_1) ||
+          ty == uint32_t(GgmlType::IQ4_NL) ||
           ty == uint32_t(GgmlType::IQ4_XS)) &&
          r.t->ne.size() == (r.expert >= 0 ? 3u : 2u) && r.tf != Ref::Tf::MinusOne;
 }
@@ -192,7 +193,7 @@ int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   const uint32_t ty = refs_.at(hf_name).t->type;
   // Q3_K runs in Q6_K's form (unpack_row_q3_k): 6-bit codes of which it uses 28..35.
   return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6
-         : ty == uint32_t(GgmlType::Q5_K)                                  ? 5
+         : ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q5_1) ? 5
          : ty == uint32_t(GgmlType::Q2_K)                                  ? 2
                                                                            : 4;
 }
@@ -205,7 +206,7 @@ bool GgufCheckpoint::int4_table(const std::string& hf_name) const {
 
 Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   NV_CHECK(has_int4(hf_name), "tensor '", hf_name, "' of ", path_,
-           " is not a Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS linear weight");
+           " is not a Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS linear weight");
   const Ref& r = refs_.at(hf_name);
   const GgufTensor& t = *r.t;
   Int4Groups g;
@@ -247,6 +248,23 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
       (q3 ? unpack_row_q3_k : unpack_row_q6_k)(
           t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
           g.scales.data<float>() + hr * g.G, g.d.data<float>() + hr * S, g.sub_scale.data<uint8_t>() + hr * g.G);
+    return g;
+  }
+  if (t.type == uint32_t(GgmlType::Q5_1)) {  // 5-bit codes, the f16 d and m per 32 (no superblocks)
+    g.bits = 5;
+    g.N = t.ne[1];
+    g.K = t.ne[0];
+    g.G = g.K / 32;
+    g.q = Tensor::empty({g.N, g.K}, DType::U8);
+    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+    g.mins = Tensor::empty({g.N, g.G}, DType::F32);
+    g.g_idx = Tensor::empty({g.K}, DType::I32);
+    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+    const size_t row_bytes = size_t(g.G) * 24;
+    const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
+    for (int64_t hr = 0; hr < g.N; ++hr)
+      unpack_row_q5_1(t.data + size_t(row0 + file_row(r, g.N, hr)) * row_bytes, g.K, g.q.data<uint8_t>() + hr * g.K,
+                      g.scales.data<float>() + hr * g.G, g.mins.data<float>() + hr * g.G);
     return g;
   }
   // Q4_K / Q5_K (groups of 32) and Q2_K (groups of 16): codes, scale and min per group, their

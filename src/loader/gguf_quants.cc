@@ -251,6 +251,20 @@ void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
   }
 }
 
+void unpack_row_q5_1(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min) {
+  NV_CHECK(n % 32 == 0, "unpack_row_q5_1: ", n, " elements are not whole 32-blocks");
+  for (int64_t b = 0; b < n / 32; ++b, src += 24, q += 32) {  // as deq_q5_1: x = q d + m
+    scale[b] = h2f(src), min[b] = h2f(src + 2);
+    uint32_t qh;
+    std::memcpy(&qh, src + 4, 4);
+    const uint8_t* qs = src + 8;
+    for (int j = 0; j < 16; ++j) {
+      q[j] = uint8_t((qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10));
+      q[j + 16] = uint8_t((qs[j] >> 4) | ((qh >> (j + 12)) & 0x10));
+    }
+  }
+}
+
 void unpack_row_q2_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d_out,
                      float* dmin_out, uint8_t* sc_out, uint8_t* m_out) {
   NV_CHECK(n % QK_K == 0, "unpack_row_q2_k: ", n, " elements are not whole 256-blocks");

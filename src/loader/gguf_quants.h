@@ -56,6 +56,10 @@ void unpack_row_q4_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
 // scale[k / 32] * q[k] + min[k / 32].
 void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min, float* d,
                      float* dmin, uint8_t* sc, uint8_t* m);
+// One Q5_1 row of n elements (n % 32 == 0) as 5-bit codes q[n] (0..31) and its f16 d and m per 32
+// as scale[n / 32] and min[n / 32], so that dequantize_row gives exactly scale[k / 32] * q[k] +
+// min[k / 32]: the int5-g32-zp-f32 kernels' lossless repack.
+void unpack_row_q5_1(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min);
 // One Q2_K row of n elements (n % 256 == 0) as 2-bit codes q[n] (0..3) and per-16 parameters,
 // so that dequantize_row gives exactly scale[k / 16] * q[k] + min[k / 16] (scale = d x sc and
 // min = -(dmin x m), exact f32 products); and the factors d[n / 256], dmin[n / 256] (f16 values),

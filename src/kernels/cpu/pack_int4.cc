@@ -181,11 +181,52 @@ QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocato
   return qw;
 }
 
+// Groups of 5-bit codes with a scale and min per group and no superblock factors (ggml's Q5_1; or
+// Q5_K parts fused with Q5_1 ones, whose factors int4_concat_rows drops): int5-g32-zp-f32, the
+// codes, scales and mins as they are (groups cut by a tensor-parallel slice become gathered ones).
+QuantizedWeight pack_int5_f32(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  check_input(w);
+  NV_CHECK(w.has_mins() && !w.iq4_table, "int5 groups: 5-bit codes come with a scale and min per group");
+  for (int64_t i = 0; i < w.N * w.K; ++i)
+    NV_CHECK(w.q.data<uint8_t>()[i] < 32, "int5 groups: row ", i / w.K, " column ", i % w.K, ": code ",
+             int(w.q.data<uint8_t>()[i]), " past 31");
+  const ColumnPlan plan = plan_columns(w, false);
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int5-g32-zp-f32"), alloc);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes(), Kg = qw.Kp;
+  const uint8_t* q = w.q.data<uint8_t>();
+  const float* s = w.scales.data<float>();
+  const float* mn = w.mins.data<float>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: scale and min 0
+      for (int64_t j = 0; j < Kg / 32; ++j) {
+        uint8_t* r8 = blk + j * rec;
+        float* params = reinterpret_cast<float*>(r8 + 320);
+        const int64_t src = plan.src_group[size_t(j)];
+        for (int64_t r = 0; r < R && b * R + r < w.N; ++r) {
+          const int64_t n = b * R + r;
+          params[r] = s[n * w.G + src];
+          params[16 + r] = mn[n * w.G + src];
+          for (int64_t e = 0; e < 32; ++e) {
+            const int32_t col = plan.act_index[size_t(j * 32 + e)];  // padding: x is 0 there
+            const int c = col >= 0 ? q[n * w.K + col] : 0;
+            r8[int4_offset(r, e)] |= uint8_t((c & 15) << ((e % 8) >= 4 ? 4 : 0));
+            r8[256 + 4 * r + e % 4] |= uint8_t((c >> 4) << (e / 4));
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * Kg, int64_t(1) << 16));
+  return qw;
+}
+
 }  // namespace
 
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   if (w.bits == 6) return pack_int6_groups(w, pool, alloc);  // Q6_K
-  if (w.bits == 5) return pack_int5_groups(w, pool, alloc);  // Q5_K
+  if (w.bits == 5)  // Q5_K (its superblock factors) or Q5_1
+    return w.has_superblocks() ? pack_int5_groups(w, pool, alloc) : pack_int5_f32(w, pool, alloc);
   if (w.bits == 2) return pack_int2_groups(w, pool, alloc);  // Q2_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");
   check_input(w);

@@ -138,6 +138,20 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
           out[m * ldo + n] = acc * a.sx[m];
           continue;
         }
+        if (w.kind == QuantKind::Int5 && !w.k_superblocks) {  // f32 scale and min per record of 32
+          const int64_t ng = Kp / 32;
+          float acc = 0.f;
+          for (int64_t gi = 0; gi < ng; ++gi) {
+            const uint8_t* rec = blk + gi * 448;
+            int32_t d = 0;
+            for (int e = 0; e < 32; ++e) d += int5_code(rec, r, e) * x[gi * 32 + e];
+            const float* p = reinterpret_cast<const float*>(rec + 320);
+            acc = std::fma(float(d), p[r], acc);
+            acc = std::fma(a.gsumf[m * ng + gi], p[16 + r], acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
         if (w.kind == QuantKind::Int5) {  // as int4-g32-zp-k with 5-bit codes
           const int64_t ng = Kp / 32;
           float acc = 0.f;
@@ -289,7 +303,7 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   // the block's x8 (<= kActBlockBytes) then stays in L2 for all of them, where one pass of every
   // tile over all M rows read the whole x8 from memory per tile (16 MiB at M = 16k, K = 1024).
   // The order of the sums within each output is unchanged.
-  const bool unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows &&
+  const bool unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows && w.scheme.k_superblocks &&
                            (w.scheme.kind == QuantKind::Int5 || w.scheme.kind == QuantKind::Int6);
   const int64_t mblock = std::max<int64_t>(kQMaxRows, kActBlockBytes / acts.Kp / kQMaxRows * kQMaxRows);
   pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {

@@ -410,6 +410,61 @@ void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
   }
 }
 
+// int5-g32-zp-f32 (as qgemm_avx512.cc's int5f_rows): int5k_rows's codes and sums, the f32 scale
+// and min of each record.
+template <int MB, int HB>
+void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 32, kRec = 448;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t gi = 0; gi < ng; ++gi) {
+        const uint8_t* r = blk + gi * kRec;
+        const uint8_t* xg = a.x + gi * G;
+        for (int hh = 0; hh < HB; ++hh) {
+          const int o = 32 * (h0 + hh);
+          const __m256i h = load256(r + 256 + o);
+          __m256i q[8];
+          auto line = [&](auto tc) {
+            constexpr int t = decltype(tc)::value;
+            const __m256i v = load256(r + 64 * t + o);
+            q[2 * t] = _mm256_or_si256(_mm256_and_si256(v, lo4), _mm256_and_si256(bit4_of<2 * t>(h), b4));
+            q[2 * t + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
+                                           _mm256_and_si256(bit4_of<2 * t + 1>(h), b4));
+          };
+          line(std::integral_constant<int, 0>{});
+          line(std::integral_constant<int, 1>{});
+          line(std::integral_constant<int, 2>{});
+          line(std::integral_constant<int, 3>{});
+          const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 320) + 8 * (h0 + hh));
+          const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 384) + 8 * (h0 + hh));
+          for (int m = 0; m < MB; ++m) {
+            const uint8_t* xm = xg + m * Kp;
+            const __m256i z = _mm256_setzero_si256();
+            __m256i s0 = z, s1 = z;
+            for (int v = 0; v < 4; ++v) s0 = nib_dot(s0, q[v], bcast4(xm + 4 * v));
+            for (int v = 4; v < 8; ++v) s1 = nib_dot(s1, q[v], bcast4(xm + 4 * v));
+            const __m256i d = widen_add(widen_add(z, s0), s1);
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+          }
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 // int6-g16-k (as qgemm_avx512.cc's int6k_rows). Without VNNI a pmaddubsw pair sum of 6-bit codes
 // is at most 2 * 63 * 127, so two of them fit 16 bits: each pair of vectors is widened apart.
 template <int MB, int HB>
@@ -530,7 +585,8 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
             int64_t ldo) {
   constexpr int HB = MB == 1 ? 2 : 1;
   if (w.kind == QuantKind::Int6) return int6k_rows<MB, HB>(w, a, b0, b1, out, ldo);
-  if (w.kind == QuantKind::Int5) return int5k_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int5)
+    return w.k_superblocks ? int5k_rows<MB, HB>(w, a, b0, b1, out, ldo) : int5f_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int2) return int2k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)

@@ -356,6 +356,51 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// int5-g32-zp-f32 (Q5_1 as stored, kernels/quantized.h): int5k_rows's codes with an f32 scale and
+// min per group record; facc + dot x scale, then + the group's activation sum x min (qrows_scalar's
+// order).
+template <int MB>
+NV_TARGET_VNNI512 void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 32, kRec = 448;
+  constexpr int C = kChains5<MB>;
+  const int64_t Kp = w.Kp, ng = Kp / G;
+  const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const uint8_t* r = blk + gi * kRec;
+      const uint8_t* xg = a.x + gi * G;
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 7; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      const __m512i h = _mm512_loadu_si512(r + 256);
+      __m512i q[8];
+      int5_line<0>(r, h, lo4, b4, q);
+      int5_line<1>(r, h, lo4, b4, q);
+      int5_line<2>(r, h, lo4, b4, q);
+      int5_line<3>(r, h, lo4, b4, q);
+      const __m512 sc = _mm512_loadu_ps(r + 320), mn = _mm512_loadu_ps(r + 384);
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) {
+        const uint8_t* xm = xg + m * Kp;
+        __m512i acc[C];
+        for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int v = 0; v < 8; ++v) acc[v % C] = _mm512_dpbusd_epi32(acc[v % C], q[v], bcast4(xm + 4 * v));
+        __m512i d = acc[0];
+        for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[c]);
+        facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
+        facc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 // int6-g16-k (Q6_K's own form, kernels/quantized.h): per group of 16 k, three lines whose low
 // 6 bits are the codes of k 0-3, 4-7, 8-11 and whose top 2 bits together make the codes of
 // k 12-15 (3 shifts, 1 and, 2 ternary-logic merges). The codes are the unsigned operand of
@@ -578,7 +623,8 @@ NV_TARGET_VNNI512 void codes_rows(const QWeightView& w, const uint8_t* blk, cons
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
-  if (w.kind == QuantKind::Int5) return int5k_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int5)
+    return w.k_superblocks ? int5k_rows<MB>(w, a, b0, b1, out, ldo) : int5f_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int2) return int2k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
@@ -610,7 +656,7 @@ void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, 
 
 bool qtile_avx512_vnni(const QWeightView& w, const QActs& a, int64_t M, int64_t b0, int64_t b1, float* out,
                        int64_t ldo) {
-  if (w.kind != QuantKind::Int5 && w.kind != QuantKind::Int6) return false;
+  if ((w.kind != QuantKind::Int5 && w.kind != QuantKind::Int6) || !w.k_superblocks) return false;
   thread_local std::vector<uint8_t> codes;
   codes.resize(size_t(w.Kp) * 16);
   const int64_t ng = w.Kp / w.group;

@@ -210,6 +210,11 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
   } else if (scheme.kind == QuantKind::Int8) {
     q.Kp = round_up(K, 4);
     q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
+  } else if (scheme.kind == QuantKind::Int5 && !scheme.k_superblocks) {
+    NV_CHECK(scheme.group == 32 && scheme.zero_points && scheme.f32_params,
+             "int5 without superblocks needs group 32 with f32 scales and mins, got ", scheme.str());
+    q.Kp = round_up(K, 32);
+    q.block_bytes = q.Kp / 32 * q.group_record_bytes();
   } else if (scheme.kind == QuantKind::Int5) {
     NV_CHECK(scheme.group == 32 && scheme.zero_points && scheme.k_superblocks && K % 256 == 0,
              "int5 needs group 32 with zero points in superblocks and K a multiple of 256, got ", scheme.str(),
@@ -259,11 +264,11 @@ int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme) {
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc) {
   NV_CHECK(scheme.enabled(), "quantize_weight: no quantization scheme");
-  NV_CHECK(!scheme.k_superblocks && !scheme.nl_table, "quantize_weight: ", scheme.str(),
+  NV_CHECK(!scheme.k_superblocks && !scheme.nl_table && scheme.kind != QuantKind::Int5, "quantize_weight: ", scheme.str(),
            " is made only by a repack of ",
            scheme.nl_table                 ? "IQ4_NL / IQ4_XS"
            : scheme.kind == QuantKind::Int6 ? "Q6_K"
-           : scheme.kind == QuantKind::Int5 ? "Q5_K"
+           : scheme.kind == QuantKind::Int5 ? "Q5_K / Q5_1"
            : scheme.kind == QuantKind::Int2 ? "Q2_K"
                                             : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
@@ -306,6 +311,14 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
       const uint8_t* r8 = blk + (k / g) * rec;
       const float sc = f16_to_f32(reinterpret_cast<const uint16_t*>(r8 + 16 * g)[r]);
       out[k] = sc * float(int8_t(r8[int8_offset(r, k % g)]));
+    }
+    return;
+  }
+  if (q.scheme.kind == QuantKind::Int5 && !q.scheme.k_superblocks) {  // f32 scale and min per record
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* rec = blk + (k / 32) * q.group_record_bytes();
+      const float* p = reinterpret_cast<const float*>(rec + 320);
+      out[k] = p[r] * float(int5_code(rec, r, int(k % 32))) + p[16 + r];
     }
     return;
   }

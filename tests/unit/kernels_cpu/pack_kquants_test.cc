@@ -1,5 +1,5 @@
-// ggml's Q6_K, Q5_K and Q2_K onto the int6-g16-k, int5-g32-zp-k and int2-g16-zp-k kernels
-// (kernels/cpu/pack_kquants.h),
+// ggml's Q6_K, Q5_K, Q2_K and Q5_1 onto the int6-g16-k, int5-g32-zp-k, int2-g16-zp-k and
+// int5-g32-zp-f32 kernels (kernels/cpu/pack_kquants.h, pack_int4.h),
 // IQ4_NL / IQ4_XS onto int4-g32-nl (kernels/cpu/pack_int4.h):
 // every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
 // against the f64 product with the int8 activations and against their one summation order,
@@ -135,6 +135,27 @@ Int4Groups random_q2k_groups(int64_t N, int64_t K, uint32_t seed) {
       w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / 16] * float(w.sub_scale.data<uint8_t>()[i]);
       w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 16] * float(w.sub_min.data<uint8_t>()[i]));
     }
+  return w;
+}
+
+// Q5_1-shaped groups: codes 0..31, per 32 columns an f16 scale (d) and min (m), no superblocks.
+Int4Groups random_q51_groups(int64_t N, int64_t K, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Int4Groups w;
+  w.bits = 5;
+  w.N = N, w.K = K, w.G = K / 32;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.mins = Tensor::empty({N, w.G}, DType::F32);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  std::uniform_int_distribution<int> code(0, 31);
+  std::uniform_real_distribution<float> du(1e-4f, 3e-3f), mu(-0.05f, 0.f);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
+  for (int64_t i = 0; i < N * w.G; ++i) {
+    w.scales.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
+    w.mins.data<float>()[i] = f16_to_f32(f32_to_f16(mu(rng)));
+  }
   return w;
 }
 
@@ -442,6 +463,65 @@ TEST(PackInt2, RejectsMalformedInput) {
   nomins.dmin = Tensor();
   EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
   EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int2-g16-zp-k"), pool),
+               Error);
+}
+
+TEST(PackInt5F32, Q51IsExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q51_groups(37, 800, 91);  // 25 groups: not whole superblocks
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int5-g32-zp-f32");
+  EXPECT_FALSE(q.act_index.defined());
+  EXPECT_EQ(q.block_bytes, 25 * 448);  // per 32 columns: 4 nibble lines, 1 bit line, 16 f32 scales and mins
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  // Tensor-parallel column slices: at a group, inside one.
+  const Int4Groups half = columns(w, 384, 416), odd = columns(w, 100, 300);
+  const QuantizedWeight qh = cpu::pack_int4_groups(half, pool), qo = cpu::pack_int4_groups(odd, pool);
+  EXPECT_FALSE(qh.act_index.defined());
+  ASSERT_TRUE(qo.act_index.defined());
+  EXPECT_EQ(qo.x_features(), 300);
+  EXPECT_EQ(exact_rows(half, qh), half.N);
+  EXPECT_EQ(exact_rows(odd, qo), odd.N);
+  // Q5_K groups without their superblock factors (a fusion with Q5_1 parts drops them): the
+  // exact f32 products as the f32 parameters.
+  Int4Groups k5 = random_q5k_groups(21, 512, 92);
+  k5.d = k5.dmin = k5.sub_scale = k5.sub_min = Tensor();
+  const Int4Groups& k = k5;
+  const QuantizedWeight qk = cpu::pack_int4_groups(k, pool);
+  EXPECT_EQ(qk.scheme.str(), "int5-g32-zp-f32");
+  EXPECT_EQ(exact_rows(k, qk), k.N);
+  for (const Int4Groups* c : {&w, &half, &odd, &k}) expect_kernels_match_reference(*c, pool);
+}
+
+// Per group of 32: the integer dot times the f32 scale, then plus the group's activation sum
+// times the f32 min, each an f32 fma in group order; times the row's activation scale.
+TEST(PackInt5F32, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q51_groups(21, 512, 93);
+  const int64_t K = w.K;
+  // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 11, true, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t g = 0; g < K / 32; ++g) {
+      int32_t dot = 0, sum = 0;
+      for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
+        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+      acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
+      acc = std::fma(float(sum), w.mins.data<float>()[n * w.G + g], acc);
+    }
+    return acc;
+  });
+}
+
+TEST(PackInt5F32, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  Int4Groups code = random_q51_groups(16, 256, 94);
+  code.q.data<uint8_t>()[9] = 32;  // not a 5-bit code
+  EXPECT_THROW(cpu::pack_int4_groups(code, pool), Error);
+  Int4Groups nomins = random_q51_groups(16, 256, 95);
+  nomins.mins = Tensor();  // 5-bit codes without a min: neither Q5_1 nor Q5_K
+  EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
+  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int5-g32-zp-f32"), pool),
                Error);
 }
 

@@ -90,16 +90,21 @@ QuantizedWeight planned_layout(const Int4Groups& w, const SuperblockPlan& plan, 
   return gathered_layout(w, plan.act_index, plan.identity, scheme, alloc);
 }
 
-void check_int5(const Int4Groups& w) {
-  NV_CHECK(w.bits == 5 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 8 == 0,
-           "int5 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
-           "-bit codes is not Q5_K's groups of 32 in superblocks of 256");
-  const int64_t S = w.G / 8;
+// Groups with a scale and min from superblock factors (Q5_K: bits 5, groups of 32, 6-bit sc / m;
+// Q2_K: bits 2, groups of 16, 4-bit sc / m; 256 columns per superblock either way).
+void check_k_mins(const Int4Groups& w) {
+  const bool q2 = w.bits == 2;
+  const int gs = q2 ? 16 : 32, gps = 256 / gs, sub_max = q2 ? 16 : 64;
+  const char* form = q2 ? "int2" : "int5";
+  NV_CHECK((w.bits == 5 || q2) && w.N > 0 && w.K > 0 && w.G > 0 && w.G % gps == 0, form,
+           " groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits, "-bit codes is not ",
+           q2 ? "Q2_K" : "Q5_K", "'s groups of ", gs, " in superblocks of 256");
+  const int64_t S = w.G / gps;
   NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
                shaped(w.mins, DType::F32, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, S}) &&
                shaped(w.dmin, DType::F32, {w.N, S}) && shaped(w.sub_scale, DType::U8, {w.N, w.G}) &&
                shaped(w.sub_min, DType::U8, {w.N, w.G}) && shaped(w.g_idx, DType::I32, {w.K}),
-           "int5 groups: q ", w.q.str(), " scales ", w.scales.str(), " mins ", w.mins.str(), " d ", w.d.str(),
+           form, " groups: q ", w.q.str(), " scales ", w.scales.str(), " mins ", w.mins.str(), " d ", w.d.str(),
            " dmin ", w.dmin.str(), " sc ", w.sub_scale.str(), " m ", w.sub_min.str(), " g_idx ", w.g_idx.str(),
            " do not match [", w.N, ", ", w.K, "] in ", w.G, " groups");
   check_codes(w);
@@ -109,40 +114,11 @@ void check_int5(const Int4Groups& w) {
   const uint8_t* mm = w.sub_min.data<uint8_t>();
   for (int64_t n = 0; n < w.N; ++n)
     for (int64_t g = 0; g < w.G; ++g) {
-      const int64_t i = n * w.G + g, si = n * S + g / 8;
-      NV_CHECK(f16_value(d[si]) && f16_value(dm[si]) && sc[i] < 64 && mm[i] < 64 &&
+      const int64_t i = n * w.G + g, si = n * S + g / gps;
+      NV_CHECK(f16_value(d[si]) && f16_value(dm[si]) && sc[i] < sub_max && mm[i] < sub_max &&
                    same_value(d[si] * float(sc[i]), w.scales.data<float>()[i]) &&
                    same_value(-(dm[si] * float(mm[i])), w.mins.data<float>()[i]),
-               "int5 groups: row ", n, " group ", g, ": superblock factors (", d[si], " x ", int(sc[i]), ", ",
-               dm[si], " x ", int(mm[i]), ") do not give its scale ", w.scales.data<float>()[i], " and min ",
-               w.mins.data<float>()[i]);
-    }
-}
-
-void check_int2(const Int4Groups& w) {
-  NV_CHECK(w.bits == 2 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 16 == 0,
-           "int2 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
-           "-bit codes is not Q2_K's groups of 16 in superblocks of 256");
-  const int64_t S = w.G / 16;
-  NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
-               shaped(w.mins, DType::F32, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, S}) &&
-               shaped(w.dmin, DType::F32, {w.N, S}) && shaped(w.sub_scale, DType::U8, {w.N, w.G}) &&
-               shaped(w.sub_min, DType::U8, {w.N, w.G}) && shaped(w.g_idx, DType::I32, {w.K}),
-           "int2 groups: q ", w.q.str(), " scales ", w.scales.str(), " mins ", w.mins.str(), " d ", w.d.str(),
-           " dmin ", w.dmin.str(), " sc ", w.sub_scale.str(), " m ", w.sub_min.str(), " g_idx ", w.g_idx.str(),
-           " do not match [", w.N, ", ", w.K, "] in ", w.G, " groups");
-  check_codes(w);
-  const float* d = w.d.data<float>();
-  const float* dm = w.dmin.data<float>();
-  const uint8_t* sc = w.sub_scale.data<uint8_t>();
-  const uint8_t* mm = w.sub_min.data<uint8_t>();
-  for (int64_t n = 0; n < w.N; ++n)
-    for (int64_t g = 0; g < w.G; ++g) {
-      const int64_t i = n * w.G + g, si = n * S + g / 16;
-      NV_CHECK(f16_value(d[si]) && f16_value(dm[si]) && sc[i] < 16 && mm[i] < 16 &&
-                   same_value(d[si] * float(sc[i]), w.scales.data<float>()[i]) &&
-                   same_value(-(dm[si] * float(mm[i])), w.mins.data<float>()[i]),
-               "int2 groups: row ", n, " group ", g, ": superblock factors (", d[si], " x ", int(sc[i]), ", ",
+               form, " groups: row ", n, " group ", g, ": superblock factors (", d[si], " x ", int(sc[i]), ", ",
                dm[si], " x ", int(mm[i]), ") do not give its scale ", w.scales.data<float>()[i], " and min ",
                w.mins.data<float>()[i]);
     }
@@ -151,7 +127,8 @@ void check_int2(const Int4Groups& w) {
 }  // namespace
 
 QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
-  check_int2(w);
+  NV_CHECK_EQ(w.bits, 2, "pack_int2_groups");
+  check_k_mins(w);
   const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
   const SuperblockPlan plan = plan_columns(w, 16);
   QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int2-g16-zp-k"), alloc);
@@ -230,7 +207,8 @@ QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8
 }
 
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
-  check_int5(w);
+  NV_CHECK_EQ(w.bits, 5, "pack_int5_groups");
+  check_k_mins(w);
   const int64_t N = w.N, K = w.K, G = w.G, S = G / 8;
   const SuperblockPlan plan = plan_columns(w, 32);
   QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int5-g32-zp-k"), alloc);

@@ -343,6 +343,31 @@ inline __m256i bit4_of(__m256i h) {  // bit v of each byte of h, at bit 4
   else return h;
 }
 
+// A group record's 8 vectors of 5-bit codes for the 8 rows at byte offset o (0 or 32) of each line.
+inline void int5_half(const uint8_t* r, int o, __m256i lo4, __m256i b4, __m256i* q) {
+  const __m256i h = load256(r + 256 + o);
+  auto line = [&](auto tc) {
+    constexpr int t = decltype(tc)::value;
+    const __m256i v = load256(r + 64 * t + o);
+    q[2 * t] = _mm256_or_si256(_mm256_and_si256(v, lo4), _mm256_and_si256(bit4_of<2 * t>(h), b4));
+    q[2 * t + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
+                                   _mm256_and_si256(bit4_of<2 * t + 1>(h), b4));
+  };
+  line(std::integral_constant<int, 0>{});
+  line(std::integral_constant<int, 1>{});
+  line(std::integral_constant<int, 2>{});
+  line(std::integral_constant<int, 3>{});
+}
+
+// The group's integer dot of those codes with the 32 activation bytes at xm (two 16-bit sums).
+inline __m256i int5_dot(const __m256i* q, const uint8_t* xm) {
+  const __m256i z = _mm256_setzero_si256();
+  __m256i s0 = z, s1 = z;
+  for (int v = 0; v < 4; ++v) s0 = nib_dot(s0, q[v], bcast4(xm + 4 * v));
+  for (int v = 4; v < 8; ++v) s1 = nib_dot(s1, q[v], bcast4(xm + 4 * v));
+  return widen_add(widen_add(z, s0), s1);
+}
+
 template <int MB, int HB>
 void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                 int64_t ldo) {
@@ -367,21 +392,7 @@ void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
           const uint8_t* r = sb + 320 * j;
           const uint8_t* xg = a.x + gi * G;
           __m256i q[HB][8];
-          for (int hh = 0; hh < HB; ++hh) {
-            const int o = 32 * (h0 + hh);
-            const __m256i h = load256(r + 256 + o);
-            auto line = [&](auto tc) {
-              constexpr int t = decltype(tc)::value;
-              const __m256i v = load256(r + 64 * t + o);
-              q[hh][2 * t] = _mm256_or_si256(_mm256_and_si256(v, lo4), _mm256_and_si256(bit4_of<2 * t>(h), b4));
-              q[hh][2 * t + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
-                                                 _mm256_and_si256(bit4_of<2 * t + 1>(h), b4));
-            };
-            line(std::integral_constant<int, 0>{});
-            line(std::integral_constant<int, 1>{});
-            line(std::integral_constant<int, 2>{});
-            line(std::integral_constant<int, 3>{});
-          }
+          for (int hh = 0; hh < HB; ++hh) int5_half(r, 32 * (h0 + hh), lo4, b4, q[hh]);
           for (int hh = 0; hh < HB; ++hh) {
             const int h = h0 + hh;
             const __m256 sc = _mm256_mul_ps(dv[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
@@ -389,12 +400,7 @@ void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
             const __m256 mn = _mm256_mul_ps(dminv[hh], _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
                 _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 2688 + 16 * j + 8 * h)))));
             for (int m = 0; m < MB; ++m) {
-              const uint8_t* xm = xg + m * Kp;
-              const __m256i z = _mm256_setzero_si256();
-              __m256i s0 = z, s1 = z;
-              for (int v = 0; v < 4; ++v) s0 = nib_dot(s0, q[hh][v], bcast4(xm + 4 * v));
-              for (int v = 4; v < 8; ++v) s1 = nib_dot(s1, q[hh][v], bcast4(xm + 4 * v));
-              const __m256i d = widen_add(widen_add(z, s0), s1);
+              const __m256i d = int5_dot(q[hh], xg + m * Kp);
               facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
               facc[hh][m] = _mm256_fnmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
             }
@@ -428,29 +434,12 @@ void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
         const uint8_t* r = blk + gi * kRec;
         const uint8_t* xg = a.x + gi * G;
         for (int hh = 0; hh < HB; ++hh) {
-          const int o = 32 * (h0 + hh);
-          const __m256i h = load256(r + 256 + o);
           __m256i q[8];
-          auto line = [&](auto tc) {
-            constexpr int t = decltype(tc)::value;
-            const __m256i v = load256(r + 64 * t + o);
-            q[2 * t] = _mm256_or_si256(_mm256_and_si256(v, lo4), _mm256_and_si256(bit4_of<2 * t>(h), b4));
-            q[2 * t + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo4),
-                                           _mm256_and_si256(bit4_of<2 * t + 1>(h), b4));
-          };
-          line(std::integral_constant<int, 0>{});
-          line(std::integral_constant<int, 1>{});
-          line(std::integral_constant<int, 2>{});
-          line(std::integral_constant<int, 3>{});
+          int5_half(r, 32 * (h0 + hh), lo4, b4, q);
           const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 320) + 8 * (h0 + hh));
           const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 384) + 8 * (h0 + hh));
           for (int m = 0; m < MB; ++m) {
-            const uint8_t* xm = xg + m * Kp;
-            const __m256i z = _mm256_setzero_si256();
-            __m256i s0 = z, s1 = z;
-            for (int v = 0; v < 4; ++v) s0 = nib_dot(s0, q[v], bcast4(xm + 4 * v));
-            for (int v = 4; v < 8; ++v) s1 = nib_dot(s1, q[v], bcast4(xm + 4 * v));
-            const __m256i d = widen_add(widen_add(z, s0), s1);
+            const __m256i d = int5_dot(q, xg + m * Kp);
             facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
             facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
           }

@@ -300,6 +300,27 @@ NV_TARGET_VNNI512 inline void int5_line(const uint8_t* r, __m512i h, __m512i lo4
       _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), lo4), bit4_of<2 * t + 1>(h), b4, 0xF8);
 }
 
+// A group record's 8 vectors of 5-bit codes (k 4v .. 4v+3 of the 16 rows, v < 8).
+NV_TARGET_VNNI512 inline void int5_group(const uint8_t* r, __m512i lo4, __m512i b4, __m512i* q) {
+  const __m512i h = _mm512_loadu_si512(r + 256);
+  int5_line<0>(r, h, lo4, b4, q);
+  int5_line<1>(r, h, lo4, b4, q);
+  int5_line<2>(r, h, lo4, b4, q);
+  int5_line<3>(r, h, lo4, b4, q);
+}
+
+// The group's integer dot of its codes q with the 32 activation bytes at xm, over C chains.
+template <int C>
+NV_TARGET_VNNI512 inline __m512i int5_dot(const __m512i* q, const uint8_t* xm) {
+  __m512i acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) acc[v % C] = _mm512_dpbusd_epi32(acc[v % C], q[v], bcast4(xm + 4 * v));
+  __m512i d = acc[0];
+  for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[c]);
+  return d;
+}
+
 template <int MB>
 NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                   float* out, int64_t ldo) {
@@ -327,25 +348,15 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
         if constexpr (kPrefetch<MB>)
           for (int l = 0; l < 5; ++l)
             _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
-        const __m512i h = _mm512_loadu_si512(r + 256);
         __m512i q[8];
-        int5_line<0>(r, h, lo4, b4, q);
-        int5_line<1>(r, h, lo4, b4, q);
-        int5_line<2>(r, h, lo4, b4, q);
-        int5_line<3>(r, h, lo4, b4, q);
+        int5_group(r, lo4, b4, q);
         const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2560 + 16 * j)))));
         const __m512 mn = _mm512_mul_ps(dminv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
                                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 2688 + 16 * j)))));
 #pragma GCC unroll 8
         for (int m = 0; m < MB; ++m) {  // unrolled: facc stays in registers
-          const uint8_t* xm = xg + m * Kp;
-          __m512i acc[C];
-          for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-          for (int v = 0; v < 8; ++v) acc[v % C] = _mm512_dpbusd_epi32(acc[v % C], q[v], bcast4(xm + 4 * v));
-          __m512i d = acc[0];
-          for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[c]);
+          const __m512i d = int5_dot<C>(q, xg + m * Kp);
           facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
           facc[m] = _mm512_fnmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
         }
@@ -376,22 +387,12 @@ NV_TARGET_VNNI512 void int5f_rows(const QWeightView& w, const QActs& a, int64_t 
       if constexpr (kPrefetch<MB>)
         for (int l = 0; l < 7; ++l)
           _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
-      const __m512i h = _mm512_loadu_si512(r + 256);
       __m512i q[8];
-      int5_line<0>(r, h, lo4, b4, q);
-      int5_line<1>(r, h, lo4, b4, q);
-      int5_line<2>(r, h, lo4, b4, q);
-      int5_line<3>(r, h, lo4, b4, q);
+      int5_group(r, lo4, b4, q);
       const __m512 sc = _mm512_loadu_ps(r + 320), mn = _mm512_loadu_ps(r + 384);
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) {
-        const uint8_t* xm = xg + m * Kp;
-        __m512i acc[C];
-        for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int v = 0; v < 8; ++v) acc[v % C] = _mm512_dpbusd_epi32(acc[v % C], q[v], bcast4(xm + 4 * v));
-        __m512i d = acc[0];
-        for (int c = 1; c < C; ++c) d = _mm512_add_epi32(d, acc[c]);
+        const __m512i d = int5_dot<C>(q, xg + m * Kp);
         facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, facc[m]);
         facc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a.gsumf[m * ng + gi]), mn, facc[m]);
       }
@@ -541,12 +542,7 @@ NV_TARGET_VNNI512 void unpack_codes(const QWeightView& w, const uint8_t* blk, ui
     } else {
       const uint8_t* sb = blk + s * QuantScheme::kInt5SuperblockBytes;
       for (int j = 0; j < 8; ++j) {
-        const uint8_t* r = sb + 320 * j;
-        const __m512i h = _mm512_loadu_si512(r + 256);
-        int5_line<0>(r, h, lo4, b4, q);
-        int5_line<1>(r, h, lo4, b4, q);
-        int5_line<2>(r, h, lo4, b4, q);
-        int5_line<3>(r, h, lo4, b4, q);
+        int5_group(sb + 320 * j, lo4, b4, q);
         for (int i = 0; i < 8; ++i) _mm512_storeu_si512(codes + (s * 64 + 8 * j + i) * 64, q[i]);
       }
     }

@@ -70,11 +70,16 @@ Int4Groups random_iq4_groups(int64_t N, int64_t K, uint32_t seed) {
   return w;
 }
 
-Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
+// Groups whose scale and min come from superblock factors: Q5_K-shaped (bits 5: codes 0..31, per
+// 32 columns a 6-bit sc and m) or Q2_K-shaped (bits 2: codes 0..3, per 16 columns a 4-bit sc and
+// m); per 256 an f16 d and dmin; scale = d x sc, min = -(dmin x m) (as loader/gguf_quants.h
+// unpacks a file).
+Int4Groups random_k_min_groups(int bits, int64_t N, int64_t K, uint32_t seed) {
+  const int gs = bits == 2 ? 16 : 32, gps = 256 / gs;
   std::mt19937 rng(seed);
   Int4Groups w;
-  w.bits = 5;
-  w.N = N, w.K = K, w.G = K / 32;
+  w.bits = bits;
+  w.N = N, w.K = K, w.G = K / gs;
   const int64_t S = K / 256;
   w.q = Tensor::empty({N, K}, DType::U8);
   w.scales = Tensor::empty({N, w.G}, DType::F32);
@@ -84,8 +89,8 @@ Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
   w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
   w.sub_min = Tensor::empty({N, w.G}, DType::U8);
   w.g_idx = Tensor::empty({K}, DType::I32);
-  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
-  std::uniform_int_distribution<int> code(0, 31), six(0, 63);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / gs);
+  std::uniform_int_distribution<int> code(0, (1 << bits) - 1), sub(0, bits == 2 ? 15 : 63);
   std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
   for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
   for (int64_t i = 0; i < N * S; ++i) {
@@ -95,48 +100,15 @@ Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < w.G; ++g) {
       const int64_t i = n * w.G + g;
-      w.sub_scale.data<uint8_t>()[i] = uint8_t(six(rng));
-      w.sub_min.data<uint8_t>()[i] = uint8_t(six(rng));
-      w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[i]);
-      w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[i]));
+      w.sub_scale.data<uint8_t>()[i] = uint8_t(sub(rng));
+      w.sub_min.data<uint8_t>()[i] = uint8_t(sub(rng));
+      w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / gps] * float(w.sub_scale.data<uint8_t>()[i]);
+      w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / gps] * float(w.sub_min.data<uint8_t>()[i]));
     }
   return w;
 }
-
-// Q2_K-shaped groups: codes 0..3, per 16 columns a 4-bit sub-scale and sub-min, per 256 an f16
-// d and dmin; scale = d x sc, min = -(dmin x m) (as loader/gguf_quants.h unpacks a file).
-Int4Groups random_q2k_groups(int64_t N, int64_t K, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Int4Groups w;
-  w.bits = 2;
-  w.N = N, w.K = K, w.G = K / 16;
-  const int64_t S = K / 256;
-  w.q = Tensor::empty({N, K}, DType::U8);
-  w.scales = Tensor::empty({N, w.G}, DType::F32);
-  w.mins = Tensor::empty({N, w.G}, DType::F32);
-  w.d = Tensor::empty({N, S}, DType::F32);
-  w.dmin = Tensor::empty({N, S}, DType::F32);
-  w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
-  w.sub_min = Tensor::empty({N, w.G}, DType::U8);
-  w.g_idx = Tensor::empty({K}, DType::I32);
-  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 16);
-  std::uniform_int_distribution<int> code(0, 3), four(0, 15);
-  std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
-  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
-  for (int64_t i = 0; i < N * S; ++i) {
-    w.d.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
-    w.dmin.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
-  }
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < w.G; ++g) {
-      const int64_t i = n * w.G + g;
-      w.sub_scale.data<uint8_t>()[i] = uint8_t(four(rng));
-      w.sub_min.data<uint8_t>()[i] = uint8_t(four(rng));
-      w.scales.data<float>()[i] = w.d.data<float>()[n * S + g / 16] * float(w.sub_scale.data<uint8_t>()[i]);
-      w.mins.data<float>()[i] = -(w.dmin.data<float>()[n * S + g / 16] * float(w.sub_min.data<uint8_t>()[i]));
-    }
-  return w;
-}
+Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) { return random_k_min_groups(5, N, K, seed); }
+Int4Groups random_q2k_groups(int64_t N, int64_t K, uint32_t seed) { return random_k_min_groups(2, N, K, seed); }
 
 // Q5_1-shaped groups: codes 0..31, per 32 columns an f16 scale (d) and min (m), no superblocks.
 Int4Groups random_q51_groups(int64_t N, int64_t K, uint32_t seed) {

@@ -16,8 +16,8 @@
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
 //   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
-// - int5-g32-zp-f32 (made only by a repack of ggml's Q5_1, or of Q5_K groups a tensor-parallel cut
-//   or a fused Q5_1 part leaves without their superblock): per group of 32, w = scale[g] * q +
+// - int5-g32-zp-f32 (made only by a repack of ggml's Q5_1, or of Q5_K groups fused with Q5_1 ones,
+//   whose superblock factors the fusion drops): per group of 32, w = scale[g] * q +
 //   min[g], q in [0, 31], f32 scale and min (Q5_1's f16 d and m, or Q5_K's exact products): 7 bits
 //   per weight (the file: 6).
 // - int4-g32-nl (made only by a repack of ggml's IQ4_NL / IQ4_XS): per group of 32, w = scale[g] *
@@ -68,7 +68,8 @@
 //   [16 x 16 u8 sc | m << 4, group u's at 16u][16 f16 d][16 f16 dmin] (1344 bytes = 21 lines, as
 //   the file's 84 bytes per 256 k of a row; int2_code below).
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h; int5 /
-//   int6 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h):
+//   int6 / int2 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h, or
+//   inside a group of int5-g32-zp-f32):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
 //   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
 //   groups of the layout. The gather is a copy: it changes no product.
@@ -89,7 +90,7 @@ struct QuantScheme {
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
-                               // int5, int6 and int2 always (Q5_K's, Q6_K's, Q2_K's)
+                               // int5-g32-zp-k, int6 and int2 always (Q5_K's, Q6_K's, Q2_K's)
   // int8-g32 from a GGUF block type (Q5_0, IQ4_NL, ...; engine/model_files.h): a group that is
   // not exact at step max |w| / 127 may be exact on a coarser step max |w| / c, which the
   // quantizer then searches (kernels/cpu/quantize.cc). Not part of str(): the layout is the same.

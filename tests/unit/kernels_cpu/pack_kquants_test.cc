@@ -211,6 +211,40 @@ void expect_one_order(const Int4Groups& w, const QuantizedWeight& q, uint32_t se
   }
 }
 
+// A superblock form (Q5_K's, Q2_K's) packed whole (q) and cut as tensor-parallel column slices
+// (at a superblock, inside one, inside a group): every weight the file's, the same layout for
+// every cut, the kernels against the f64 reference.
+void expect_cuts_exact(const Int4Groups& w, const QuantizedWeight& q, ThreadPool& pool) {
+  EXPECT_EQ(exact_rows(w, q), w.N);
+  const Int4Groups half = columns(w, 256, 512), cut = columns(w, 128, 384), odd = columns(w, 200, 300);
+  EXPECT_FALSE(cpu::pack_int4_groups(half, pool).act_index.defined());
+  for (const Int4Groups* c : {&half, &cut, &odd}) {
+    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
+    EXPECT_EQ(qc.scheme.str(), q.scheme.str());
+    EXPECT_EQ(qc.x_features(), c->K);
+    EXPECT_EQ(exact_rows(*c, qc), c->N);
+  }
+  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
+}
+
+// Row n's f32 accumulator for Q5_K / Q2_K groups (random_k_min_groups) in the kernels' one order:
+// per group the integer dot times d x sc, then minus the group's activation sum times dmin x m,
+// each an f32 fma in group order.
+float k_min_order(const Int4Groups& w, const std::vector<int32_t>& x8, int64_t n) {
+  const int64_t K = w.K, S = K / 256, gs = K / w.G, gps = 256 / gs;
+  float acc = 0.f;
+  for (int64_t g = 0; g < w.G; ++g) {
+    int32_t dot = 0, sum = 0;
+    for (int64_t k = gs * g; k < gs * g + gs; ++k)
+      dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+    const float sc = w.d.data<float>()[n * S + g / gps] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
+    const float mn = w.dmin.data<float>()[n * S + g / gps] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
+    acc = std::fma(float(dot), sc, acc);
+    acc = std::fma(float(sum), -mn, acc);
+  }
+  return acc;
+}
+
 }  // namespace
 
 TEST(PackInt6, Q6KIsExact) {
@@ -311,16 +345,7 @@ TEST(PackInt5, Q5KIsExact) {
   EXPECT_EQ(q.scheme.str(), "int5-g32-zp-k");
   EXPECT_FALSE(q.act_index.defined());
   EXPECT_EQ(q.block_bytes, 3 * 2880);  // per 256 columns: 8 x (256 nibble + 64 bit) bytes + 320 factor bytes
-  EXPECT_EQ(exact_rows(w, q), w.N);
-  const Int4Groups half = columns(w, 256, 512), cut = columns(w, 128, 384), odd = columns(w, 200, 300);
-  EXPECT_FALSE(cpu::pack_int4_groups(half, pool).act_index.defined());
-  for (const Int4Groups* c : {&half, &cut, &odd}) {
-    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
-    EXPECT_EQ(qc.scheme.str(), "int5-g32-zp-k");
-    EXPECT_EQ(qc.x_features(), c->K);
-    EXPECT_EQ(exact_rows(*c, qc), c->N);
-  }
-  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
+  expect_cuts_exact(w, q, pool);
 }
 
 // As PackInt6.KernelsSumInOneOrder: per group of 32 the integer dot times d x sc, then minus the
@@ -328,20 +353,8 @@ TEST(PackInt5, Q5KIsExact) {
 TEST(PackInt5, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   const Int4Groups w = random_q5k_groups(21, 512, 72);
-  const int64_t K = w.K, S = K / 256;
-  expect_one_order(w, cpu::pack_int4_groups(w, pool), 8, false, [&](const std::vector<int32_t>& x8, int64_t n) {
-    float acc = 0.f;
-    for (int64_t g = 0; g < K / 32; ++g) {
-      int32_t dot = 0, sum = 0;
-      for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
-        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
-      const float sc = w.d.data<float>()[n * S + g / 8] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
-      const float mn = w.dmin.data<float>()[n * S + g / 8] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
-      acc = std::fma(float(dot), sc, acc);
-      acc = std::fma(float(sum), -mn, acc);
-    }
-    return acc;
-  });
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 8, false,
+                   [&](const std::vector<int32_t>& x8, int64_t n) { return k_min_order(w, x8, n); });
 }
 
 TEST(PackInt5, RejectsMalformedInput) {
@@ -374,17 +387,7 @@ TEST(PackInt2, Q2KIsExact) {
   EXPECT_EQ(q.scheme.str(), "int2-g16-zp-k");
   EXPECT_FALSE(q.act_index.defined());
   EXPECT_EQ(q.block_bytes, 3 * 1344);  // per 256 columns: 16 lines of codes + 256 sc|m + 64 d/dmin bytes
-  EXPECT_EQ(exact_rows(w, q), w.N);
-  // Tensor-parallel column slices: at a superblock, inside one, inside a group.
-  const Int4Groups half = columns(w, 256, 512), cut = columns(w, 128, 384), odd = columns(w, 200, 300);
-  EXPECT_FALSE(cpu::pack_int4_groups(half, pool).act_index.defined());
-  for (const Int4Groups* c : {&half, &cut, &odd}) {
-    const QuantizedWeight qc = cpu::pack_int4_groups(*c, pool);
-    EXPECT_EQ(qc.scheme.str(), "int2-g16-zp-k");
-    EXPECT_EQ(qc.x_features(), c->K);
-    EXPECT_EQ(exact_rows(*c, qc), c->N);
-  }
-  for (const Int4Groups* c : {&w, &half, &cut, &odd}) expect_kernels_match_reference(*c, pool);
+  expect_cuts_exact(w, q, pool);
 }
 
 // As PackInt5.KernelsSumInOneOrder in groups of 16: the integer dot times d x sc, then minus the
@@ -392,21 +395,9 @@ TEST(PackInt2, Q2KIsExact) {
 TEST(PackInt2, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   const Int4Groups w = random_q2k_groups(21, 512, 82);
-  const int64_t K = w.K, S = K / 256;
   // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
-  expect_one_order(w, cpu::pack_int4_groups(w, pool), 10, true, [&](const std::vector<int32_t>& x8, int64_t n) {
-    float acc = 0.f;
-    for (int64_t g = 0; g < K / 16; ++g) {
-      int32_t dot = 0, sum = 0;
-      for (int64_t k = 16 * g; k < 16 * g + 16; ++k)
-        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
-      const float sc = w.d.data<float>()[n * S + g / 16] * float(w.sub_scale.data<uint8_t>()[n * w.G + g]);
-      const float mn = w.dmin.data<float>()[n * S + g / 16] * float(w.sub_min.data<uint8_t>()[n * w.G + g]);
-      acc = std::fma(float(dot), sc, acc);
-      acc = std::fma(float(sum), -mn, acc);
-    }
-    return acc;
-  });
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 10, true,
+                   [&](const std::vector<int32_t>& x8, int64_t n) { return k_min_order(w, x8, n); });
 }
 
 TEST(PackInt2, RejectsMalformedInput) {

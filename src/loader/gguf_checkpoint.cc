@@ -176,6 +176,20 @@ int64_t file_row(const GgufCheckpoint::Ref& r, int64_t rows, int64_t hr) {
 }
 }  // namespace
 
+namespace {
+// An HF [out, in] weight of GGUF tensor t (one expert's slice of a stack alike) in groups of gs
+// consecutive columns: g's shape, codes and scales allocated, g_idx = k / gs.
+void shape_groups(Int4Groups& g, const GgufTensor& t, int64_t gs) {
+  g.N = t.ne[1];
+  g.K = t.ne[0];
+  g.G = g.K / gs;
+  g.q = Tensor::empty({g.N, g.K}, DType::U8);
+  g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+  g.g_idx = Tensor::empty({g.K}, DType::I32);
+  for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / gs);
+}
+}  // namespace
+
 bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
   auto it = refs_.find(hf_name);
   if (it == refs_.end()) return false;
@@ -213,13 +227,7 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   if (int4_table(hf_name)) {  // codes into kIq4nlTable, an f32 scale per 32 (int4_groups.h)
     const bool xs = t.type == uint32_t(GgmlType::IQ4_XS);
     g.iq4_table = true;
-    g.N = t.ne[1];
-    g.K = t.ne[0];
-    g.G = g.K / 32;
-    g.q = Tensor::empty({g.N, g.K}, DType::U8);
-    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
-    g.g_idx = Tensor::empty({g.K}, DType::I32);
-    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+    shape_groups(g, t, 32);
     const size_t row_bytes = xs ? size_t(g.K / 256) * 136 : size_t(g.K / 32) * 18;
     const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
     for (int64_t hr = 0; hr < g.N; ++hr)
@@ -230,15 +238,9 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   const bool q3 = t.type == uint32_t(GgmlType::Q3_K);
   if (t.type == uint32_t(GgmlType::Q6_K) || q3) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
     g.bits = 6;
-    g.N = t.ne[1];
-    g.K = t.ne[0];
-    g.G = g.K / 16;
-    g.q = Tensor::empty({g.N, g.K}, DType::U8);
-    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+    shape_groups(g, t, 16);
     g.zeros = Tensor::empty({g.N, g.G}, DType::U8);
     std::memset(g.zeros.raw(), 32, g.zeros.nbytes());
-    g.g_idx = Tensor::empty({g.K}, DType::I32);
-    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 16);
     const int64_t S = g.K / 256;
     g.d = Tensor::empty({g.N, S}, DType::F32);
     g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);
@@ -252,14 +254,8 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   }
   if (t.type == uint32_t(GgmlType::Q5_1)) {  // 5-bit codes, the f16 d and m per 32 (no superblocks)
     g.bits = 5;
-    g.N = t.ne[1];
-    g.K = t.ne[0];
-    g.G = g.K / 32;
-    g.q = Tensor::empty({g.N, g.K}, DType::U8);
-    g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+    shape_groups(g, t, 32);
     g.mins = Tensor::empty({g.N, g.G}, DType::F32);
-    g.g_idx = Tensor::empty({g.K}, DType::I32);
-    for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / 32);
     const size_t row_bytes = size_t(g.G) * 24;
     const int64_t row0 = r.expert >= 0 ? int64_t(r.expert) * g.N : 0;
     for (int64_t hr = 0; hr < g.N; ++hr)
@@ -271,14 +267,8 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   // factors per superblock of 256 (int4_groups.h).
   const bool q2 = t.type == uint32_t(GgmlType::Q2_K);
   const int gs = q2 ? 16 : 32;
-  g.N = t.ne[1];
-  g.K = t.ne[0];
-  g.G = g.K / gs;
-  g.q = Tensor::empty({g.N, g.K}, DType::U8);
-  g.scales = Tensor::empty({g.N, g.G}, DType::F32);
+  shape_groups(g, t, gs);
   g.mins = Tensor::empty({g.N, g.G}, DType::F32);
-  g.g_idx = Tensor::empty({g.K}, DType::I32);
-  for (int64_t k = 0; k < g.K; ++k) g.g_idx.data<int32_t>()[k] = int32_t(k / gs);
   const int64_t S = g.K / 256;
   g.d = Tensor::empty({g.N, S}, DType::F32);
   g.dmin = Tensor::empty({g.N, S}, DType::F32);

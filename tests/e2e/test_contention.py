@@ -9,7 +9,12 @@ CPU 0, to CPU 1 and unpinned, and without it; the conditions alternate, best of 
 greedy tokens must not change. Bounds (generous: shared CI boxes are noisy):
   default threads, busy  <=  1.5 x (--threads 1, same busy loop) + 0.05 s
   default threads, busy  <=  6 x (default threads, idle) + 0.1 s
-The in-process generation time (`seconds` of --json) is compared, not process start-up."""
+The in-process generation time (`seconds` of --json) is compared, not process start-up.
+
+A bound missed after 3 rounds gets up to 2 more sets of 3 (the best of all rounds counts). Why:
+one CI run measured the small model at 1.70x the one-thread time on cpu 0 (0.50 s vs 0.30 s)
+where a 2-core AMD EPYC VM measured 1.06-1.30x in 9 runs of 3 rounds (2026-11-30); a real
+regression (the pool waiting a time slice per region) misses by 10-1000x in every round."""
 import json
 import os
 import subprocess
@@ -20,6 +25,7 @@ import e2e_util as U  # noqa: E402
 
 TOKENS = 64
 REPS = 3
+EXTRA_SETS = 2
 BUSY = {"idle": None, "cpu 0": 0, "cpu 1": 1, "unpinned": -1}
 
 
@@ -41,27 +47,30 @@ def generate(model, threads):
     return r["seconds"], r["outputs"][0]["token_ids"]
 
 
-def check(model):
-    best = {}  # (condition, threads) -> seconds
-    want = None
-    for _ in range(REPS):
-        for name, cpu in BUSY.items():
-            busy = start_busy(cpu)
-            try:
-                for threads in ([0] if cpu is None else [0, 1]):
-                    t, ids = generate(model, threads)
-                    if want is None:
-                        want = ids
-                    elif ids != want:
-                        raise AssertionError(f"{name}, threads {threads}: greedy tokens changed")
-                    key = (name, threads)
-                    best[key] = min(best.get(key, t), t)
-            finally:
-                if busy is not None:
-                    busy.kill()
-                    busy.wait()
+def measure(model, best, want):
+    """One round of every condition; best[(condition, threads)] keeps the minimum seconds."""
+    for name, cpu in BUSY.items():
+        busy = start_busy(cpu)
+        try:
+            for threads in ([0] if cpu is None else [0, 1]):
+                t, ids = generate(model, threads)
+                if not want:
+                    want.extend(ids)
+                elif ids != want:
+                    raise AssertionError(f"{name}, threads {threads}: greedy tokens changed")
+                key = (name, threads)
+                best[key] = min(best.get(key, t), t)
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+
+
+def missed_bounds(best):
+    """The bounds the best times miss (an empty list when all hold); prints the table."""
     idle = best[("idle", 0)]
     print(f"  idle: {idle:.4f} s", flush=True)
+    missed = []
     for name, cpu in BUSY.items():
         if cpu is None:
             continue
@@ -69,9 +78,28 @@ def check(model):
         print(f"  busy loop {name}: {t:.4f} s = {t / idle:.2f}x idle; one thread under the same "
               f"busy loop {one:.4f} s", flush=True)
         if t > 1.5 * one + 0.05:
-            raise AssertionError(f"busy loop {name}: {t:.4f} s > 1.5 x {one:.4f} (one thread) + 0.05")
+            missed.append(f"busy loop {name}: {t:.4f} s > 1.5 x {one:.4f} (one thread) + 0.05")
         if t > 6 * idle + 0.1:
-            raise AssertionError(f"busy loop {name}: {t:.4f} s > 6 x {idle:.4f} (idle) + 0.1")
+            missed.append(f"busy loop {name}: {t:.4f} s > 6 x {idle:.4f} (idle) + 0.1")
+    return missed
+
+
+def check(model):
+    best = {}  # (condition, threads) -> seconds
+    want = []
+    for _ in range(REPS):
+        measure(model, best, want)
+    missed = missed_bounds(best)
+    for extra in range(EXTRA_SETS):
+        if not missed:
+            return
+        print(f"  missed ({'; '.join(missed)}): {REPS} more rounds ({extra + 1} of {EXTRA_SETS})",
+              flush=True)
+        for _ in range(REPS):
+            measure(model, best, want)
+        missed = missed_bounds(best)
+    if missed:
+        raise AssertionError("; ".join(missed))
 
 
 def main():

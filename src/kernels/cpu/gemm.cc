@@ -24,6 +24,7 @@ namespace {
 constexpr int kGemvMaxRows = 8;     // rows of x per streaming-kernel call (accumulators)
 constexpr int kStreamMaxRows = 64;  // above this, BLAS (compute-bound; panels amortize)
 constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in L2
+constexpr int64_t kStreamBlockRows = 64;  // x rows per pass over the weights (AVX2 / scalar path)
 // BF16 weights go to oneDNN from this many rows where the CPU multiplies bf16 faster than f32
 // (bf16_dot_probe.h): on AMD Zen 4 1.5-2x the exact f32 streaming kernel from M = 16
 // (docs/perf.md; make run +24%); below, decode batches stay exact.
@@ -197,22 +198,63 @@ inline float wscalar(const WT* p) {
   else return bf16_to_f32(*p);
 }
 
+// AVX2: each output row sums in four chains of 8 lanes (k blocks of 32: chain j takes
+// w[k + 8j .. k + 8j + 8]), whatever M. Why four: one chain waits an FMA latency (4 cycles on
+// Zen 3/4) per 8 weights, 16 bytes of bf16 per 4 cycles = ~10 GB/s per core at 2.6 GHz: batch-1
+// bf16 decode measured 18.4 tok/s (22 GB/s on 2 cores) against a 32.7 GB/s read pass. Rows go
+// in sweeps of up to 3 (12 accumulators + the weight vector fit AVX2's 16 registers; later
+// sweeps find the caller's tile of kRowBlock weight rows in L2). Bits per row do not depend on M or on the sweep
+// (docs/determinism.md): the order is 32-blocks into the 4 chains, a leftover 8-block j into
+// chain j, ((c0 + c1) + (c2 + c3)) reduced by hsum8, then the scalar tail.
+template <int R, class WT>
+NV_TARGET_AVX2 void gemv_rows_256_sweep(const float* x, const WT* w, float* out, int64_t K,
+                                        int64_t N, int64_t n0, int64_t n1) {
+  const int64_t k32 = K / 32 * 32, kv = K / 8 * 8;
+  for (int64_t n = n0; n < n1; ++n) {
+    const WT* wr = w + n * K;
+    __m256 c[R][4];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) c[r][j] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < k32; k += 32) {
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m256 v = wload256(wr + k + 8 * j);
+#pragma GCC unroll 3
+        for (int r = 0; r < R; ++r)
+          c[r][j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * K + k + 8 * j), c[r][j]);
+      }
+    }
+    // Leftover 8-blocks (K % 32 of 8, 16 or 24) into chains 0, 1, 2; constant indices keep
+    // the accumulators in registers.
+#pragma GCC unroll 3
+    for (int j = 0; j < 3; ++j) {
+      const int64_t k = k32 + 8 * j;
+      if (k >= kv) break;
+      const __m256 v = wload256(wr + k);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r) c[r][j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + r * K + k), c[r][j]);
+    }
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      float s = hsum8(_mm256_add_ps(_mm256_add_ps(c[r][0], c[r][1]), _mm256_add_ps(c[r][2], c[r][3])));
+      for (int64_t k = kv; k < K; ++k) s += wscalar(wr + k) * x[r * K + k];
+      out[r * N + n] = s;
+    }
+  }
+}
+
 template <int M, class WT>
 NV_TARGET_AVX2 void gemv_rows_256(const float* x, const WT* w, float* out, int64_t K, int64_t N,
                                   int64_t n0, int64_t n1) {
-  const int64_t kv = K / 8 * 8;
-  for (int64_t n = n0; n < n1; ++n) {
-    const WT* w0 = w + n * K;
-    __m256 a0[M];
-    for (int m = 0; m < M; ++m) a0[m] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < kv; k += 8) {
-      __m256 v0 = wload256(w0 + k);
-      for (int m = 0; m < M; ++m) a0[m] = _mm256_fmadd_ps(v0, _mm256_loadu_ps(x + m * K + k), a0[m]);
-    }
-    for (int m = 0; m < M; ++m) {
-      float s = hsum8(a0[m]);
-      for (int64_t k = kv; k < K; ++k) s += wscalar(w0 + k) * x[m * K + k];
-      out[m * N + n] = s;
+  for (int m0 = 0; m0 < M; m0 += 3) {
+    const float* xr = x + m0 * K;
+    float* o = out + m0 * N;
+    switch (std::min(3, M - m0)) {
+      case 1: gemv_rows_256_sweep<1, WT>(xr, w, o, K, N, n0, n1); break;
+      case 2: gemv_rows_256_sweep<2, WT>(xr, w, o, K, N, n0, n1); break;
+      default: gemv_rows_256_sweep<3, WT>(xr, w, o, K, N, n0, n1); break;
     }
   }
 }
@@ -322,20 +364,26 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     return;
   }
   if (stream && wd != DType::F16) {
-    // Tiles of kRowBlock weight rows: DRAM reads each weight once; the tile is reused from L2
-    // for every chunk of 8 rows of x.
-    pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
-      for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
-        int64_t ne = std::min(n1, nb + kRowBlock);
-        for (int64_t m0 = 0; m0 < M; m0 += kGemvMaxRows) {
-          int64_t mm = std::min<int64_t>(kGemvMaxRows, M - m0);
-          if (wd == DType::F32)
-            gemv_dispatch<float>(xp + m0 * K, w.data<float>(), op + m0 * N, mm, K, N, nb, ne);
-          else
-            gemv_dispatch<uint16_t>(xp + m0 * K, w.data<uint16_t>(), op + m0 * N, mm, K, N, nb, ne);
+    // Tiles of kRowBlock weight rows: DRAM reads each weight once per block of x rows; the tile
+    // is reused from L2 for every chunk of 8 rows of x. Blocks of kStreamBlockRows x rows
+    // (64 x K f32: 256 KB at K = 1024) keep x in L2 too: a 512-row prefill's x (2 MB at
+    // K = 1024) came from L3 for every tile, 49 GFLOP/s against 108 at M = 64 (AVX2 Zen 4,
+    // bench_hw_limits). A row's bits do not depend on its block.
+    for (int64_t mb = 0; mb < M; mb += kStreamBlockRows) {
+      const int64_t mbe = std::min(M, mb + kStreamBlockRows);
+      pool.parallel_for(N, [&](int64_t n0, int64_t n1) {
+        for (int64_t nb = n0; nb < n1; nb += kRowBlock) {
+          int64_t ne = std::min(n1, nb + kRowBlock);
+          for (int64_t m0 = mb; m0 < mbe; m0 += kGemvMaxRows) {
+            int64_t mm = std::min<int64_t>(kGemvMaxRows, mbe - m0);
+            if (wd == DType::F32)
+              gemv_dispatch<float>(xp + m0 * K, w.data<float>(), op + m0 * N, mm, K, N, nb, ne);
+            else
+              gemv_dispatch<uint16_t>(xp + m0 * K, w.data<uint16_t>(), op + m0 * N, mm, K, N, nb, ne);
+          }
         }
-      }
-    }, grain_for_work(M * K, kMinChunkMacs, kRowBlock));
+      }, grain_for_work((mbe - mb) * K, kMinChunkMacs, kRowBlock));
+    }
     add_bias_rows(bias, op, M, N);
     return;
   }

@@ -134,30 +134,35 @@ TEST(Linear, DecodeBf16FastPathMatchesNaive) {
   }
 }
 
-// BF16 weights with K % 32 == 0 on the streaming path at every M (AVX-512: the split kernel,
-// 4 x-rows per sweep, x split 256 rows at a time): each output row matches the f64 reference and
-// is bitwise the row computed alone (M == 1), the batch invariance docs/determinism.md promises.
+// BF16 weights on the streaming path at every M, F32 weights up to its 64 rows (AVX-512 with
+// K % 32 == 0: the split kernel, 4 x-rows per sweep, x split 256 rows at a time; AVX2: 4 chains
+// per row, sweeps of 3 rows, blocks of 64 rows; K % 32 of 8 / 16 / 24 and a K % 8 tail take the
+// leftover chains and the scalar tail): each output row matches the f64 reference and is bitwise
+// the row computed alone (M == 1), the batch invariance docs/determinism.md promises.
 TEST(Linear, Bf16RowsEqualTheirRowAlone) {
   BackendOptions opts;
   opts.linear_path = LinearPath::kStreaming;
   auto be = make_cpu_backend(2, opts);
-  for (int K : {320, 352}) {
+  for (DType wd : {DType::BF16, DType::F32})
+  for (int K : {320, 352, 328, 344, 333}) {
     const int N = 45;
-    Tensor w = rand_tensor({N, K}, DType::BF16, 0.1f);
+    Tensor w = rand_tensor({N, K}, wd, 0.1f);
     auto wf = to_f32_vector(w);
-    for (int M : {2, 3, 5, 8, 9, 33, 300}) {
+    for (int M : {2, 3, 4, 5, 7, 8, 9, 33, 64, 65, 300}) {
+      if (wd == DType::F32 && M > 64) continue;  // above 64 rows f32 weights go to sgemm
       Tensor x = rand_tensor({M, K}, DType::F32);
       Tensor out = Tensor::empty({M, N}, DType::F32);
       poison(out);
       be->linear(x, w, nullptr, out);
       const std::vector<double> ref = test::naive_linear(to_f32_vector(x), wf, M, N, K);
       EXPECT_LT(max_rel_err(ref, out.data<float>()), 1e-5) << "K=" << K << " M=" << M;
-      for (int m : {0, M / 2, M - 1}) {
+      for (int m : {0, 1, M / 2, M - 1}) {
         Tensor x1 = Tensor::empty({1, K}, DType::F32), o1 = Tensor::empty({1, N}, DType::F32);
         std::memcpy(x1.data<float>(), x.data<float>() + size_t(m) * K, size_t(K) * 4);
         be->linear(x1, w, nullptr, o1);
         EXPECT_EQ(0, std::memcmp(o1.data<float>(), out.data<float>() + size_t(m) * N, size_t(N) * 4))
-            << "K=" << K << " M=" << M << " row " << m << " differs from the row alone";
+            << dtype_name(wd) << " K=" << K << " M=" << M << " row " << m
+            << " differs from the row alone";
       }
     }
   }

@@ -2,7 +2,7 @@
 """One-command peer comparison (issue 16): nanovllm against llama.cpp on the same random
 Qwen3-shaped weights, on the CPU, runs alternated, medians, ratios from the same run.
 
-    /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3] [--threads 2]
+    /usr/bin/python3 bench/peer/compare.py [--preset qwen3-0.6b] [--rounds 3 (0: set up only)] [--threads 2]
                                            [--workloads decode1,prefill512,b4,b64,server32]
                                            [--kv-cache-dtype bf16|f32|int8] [--json OUT]
     ... --workloads benchpy [--benchpy-seqs 256] [--benchpy-slots 64] [--kv-cache-bytes B]
@@ -285,7 +285,8 @@ def main():
     ap.add_argument("--preset", default="qwen3-0.6b")
     ap.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3_moe"],
                     help="qwen3_moe with --preset qwen3-moe-2b: the MoE comparison (issue 28)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternated rounds; 0: only build llama.cpp and write the models, then exit")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--workloads", default=DEFAULT_WORKLOADS,
                     help=f"comma-separated, of {', '.join(WORKLOADS)} (default {DEFAULT_WORKLOADS})")
@@ -322,11 +323,17 @@ def main():
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit(f"unknown workload {w!r} (expected {', '.join(WORKLOADS)})")
+    if a.rounds < 0:
+        raise SystemExit(f"--rounds {a.rounds}: expected 0 (set-up only) or more")
     if not os.path.exists(a.nanovllm):
         raise SystemExit(f"{a.nanovllm} not found: build nanovllm first")
     ensure_llama()
     mdir, ggufs = ensure_models(a.nanovllm, a.preset, a.arch,
                                 [f for f in peer_fmts if a.gguf and f not in ("bf16", "Q8_0", "Q4_0")])
+    if a.rounds == 0:  # set-up only: nothing measured, no table
+        print(f"llama.cpp: {LLAMA_BIN}\nmodel: {mdir}\n" +
+              "\n".join(f"GGUF {k}: {v}" for k, v in ggufs.items()))
+        return
     bp = None
     if "benchpy" in workloads:
         sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))

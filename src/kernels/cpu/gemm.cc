@@ -24,7 +24,7 @@ namespace {
 constexpr int kGemvMaxRows = 8;     // rows of x per streaming-kernel call (accumulators)
 constexpr int kStreamMaxRows = 64;  // above this, BLAS (compute-bound; panels amortize)
 constexpr int64_t kRowBlock = 32;  // weight rows per tile: 32 x K bf16 stays in L2
-constexpr int64_t kStreamBlockRows = 64;  // x rows per pass over the weights (AVX2 / scalar path)
+constexpr int64_t kStreamBlockRows = 64;  // x rows per pass over the weights (tiled streaming path)
 // BF16 weights go to oneDNN from this many rows where the CPU multiplies bf16 faster than f32
 // (bf16_dot_probe.h): on AMD Zen 4 1.5-2x the exact f32 streaming kernel from M = 16
 // (docs/perf.md; make run +24%); below, decode batches stay exact.
@@ -203,9 +203,9 @@ inline float wscalar(const WT* p) {
 // Zen 3/4) per 8 weights, 16 bytes of bf16 per 4 cycles = ~10 GB/s per core at 2.6 GHz: batch-1
 // bf16 decode measured 18.4 tok/s (22 GB/s on 2 cores) against a 32.7 GB/s read pass. Rows go
 // in sweeps of up to 3 (12 accumulators + the weight vector fit AVX2's 16 registers; later
-// sweeps find the caller's tile of kRowBlock weight rows in L2). Bits per row do not depend on M or on the sweep
-// (docs/determinism.md): the order is 32-blocks into the 4 chains, a leftover 8-block j into
-// chain j, ((c0 + c1) + (c2 + c3)) reduced by hsum8, then the scalar tail.
+// sweeps find the caller's tile of kRowBlock weight rows in L2). Bits per row do not depend on
+// M or on the sweep (docs/determinism.md): the order is 32-blocks into the 4 chains, a leftover
+// 8-block j into chain j, ((c0 + c1) + (c2 + c3)) reduced by hsum8, then the scalar tail.
 template <int R, class WT>
 NV_TARGET_AVX2 void gemv_rows_256_sweep(const float* x, const WT* w, float* out, int64_t K,
                                         int64_t N, int64_t n0, int64_t n1) {
@@ -368,7 +368,8 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, T
     // is reused from L2 for every chunk of 8 rows of x. Blocks of kStreamBlockRows x rows
     // (64 x K f32: 256 KB at K = 1024) keep x in L2 too: a 512-row prefill's x (2 MB at
     // K = 1024) came from L3 for every tile, 49 GFLOP/s against 108 at M = 64 (AVX2 Zen 4,
-    // bench_hw_limits). A row's bits do not depend on its block.
+    // bench_hw_limits; 83-103 with blocks. The whole 512-token prefill measured the same before
+    // and after, docs/perf.md). A row's bits do not depend on its block.
     for (int64_t mb = 0; mb < M; mb += kStreamBlockRows) {
       const int64_t mbe = std::min(M, mb + kStreamBlockRows);
       pool.parallel_for(N, [&](int64_t n0, int64_t n1) {

@@ -31,6 +31,8 @@
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/simd.h"
 #include "read_pass.h"
+#include "loader/gguf_checkpoint.h"
+#include "loader/gguf_quants.h"
 #include "loader/weight_store.h"
 #include "models/model_config.h"
 #include "nanovllm/llm.h"
@@ -96,15 +98,31 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
           group.clear();
           for (const auto& other : fused) group.push_back(name.substr(0, at + 1) + other + name.substr(at + 1 + part.size()));
         }
-    // A GGUF's Q4_K / Q5_K / Q6_K weights (every part of a fused one of the same type) run as
-    // stored: int4-g32-zp-k / int5-g32-zp-k / int6-g16-k (one process: no tensor-parallel cut).
-    bool stored = opt.checkpoint_int4 && ws.gguf() != nullptr;
-    for (const auto& part : group) stored = stored && ws.has_int4(part) && ws.int4_bits(part) == ws.int4_bits(name);
-    QuantScheme as_stored = parse_quant_scheme("int4-g32-zp");
-    as_stored.k_superblocks = true;
-    if (stored && ws.int4_bits(name) == 6) as_stored = parse_quant_scheme("int6-g16-k");
-    if (stored && ws.int4_bits(name) == 5) as_stored = parse_quant_scheme("int5-g32-zp-k");
-    const QuantScheme q = name == head ? opt.lm_head_quant : stored ? as_stored : opt.scheme_for(group);
+    // A GGUF's K-quant / Q5_1 / IQ4 weights run as stored (one process: no tensor-parallel cut):
+    // a fused weight whose parts share one form in it; parts of different forms each in its own
+    // where every part stays quantized (a composite weight, DecoderModel::column_linear).
+    const bool gguf = opt.checkpoint_int4 && ws.gguf() != nullptr;
+    auto as_stored = [&](const std::string& t) {
+      const int bits = ws.int4_bits(t);
+      const bool q5_1 = bits == 5 && ws.gguf()->tensors().at(t).t->type == uint32_t(GgmlType::Q5_1);
+      if (bits == 4 && !ws.int4_table(t)) {  // Q4_K (parse_quant_scheme names no -k form)
+        QuantScheme k = parse_quant_scheme("int4-g32-zp");
+        k.k_superblocks = true;
+        return k;
+      }
+      return parse_quant_scheme(bits == 6 ? "int6-g16-k" : bits == 2 ? "int2-g16-zp-k"
+                                : q5_1 ? "int5-g32-zp-f32" : bits == 5 ? "int5-g32-zp-k" : "int4-g32-nl");
+    };
+    bool stored = gguf, parts = gguf && group.size() > 1;
+    for (const auto& part : group) {
+      stored = stored && ws.has_int4(part) && ws.int4_bits(part) == ws.int4_bits(name) &&
+               ws.int4_table(part) == ws.int4_table(name);
+      parts = parts && (ws.has_int4(part) || opt.scheme_for({part}).enabled());
+    }
+    const QuantScheme q = name == head                    ? opt.lm_head_quant
+                          : stored || (parts && ws.has_int4(name)) ? as_stored(name)
+                          : parts                           ? opt.scheme_for({name})
+                                                            : opt.scheme_for(group);
     const bool quantized = q.enabled() && t.ndim() == 2 &&
                            (name == head || (name.rfind("model.layers.", 0) == 0 &&
                                              ends_with(name, "_proj.weight")));

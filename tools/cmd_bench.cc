@@ -135,6 +135,7 @@ int run_bench(int argc, char** argv) {
       {"peak_kv_blocks", s.peak_blocks_used},
       {"num_kv_blocks", s.num_blocks_total},
       {"block_size", llm.config().kvcache_block_size},
+      {"weight_bytes", llm.weight_bytes()},
       {"preemptions", s.preemptions - s0.preemptions},
       {"max_batch_size", s.max_batch_size},
       {"steps", s.steps - s0.steps},

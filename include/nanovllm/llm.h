@@ -62,6 +62,9 @@ class LLM {
   const EngineStats& stats() const;
   const StepStats& last_step_stats() const;
   const Config& config() const;        // after clipping and KV sizing
+  // Bytes of the model's weights as loaded (quantized layouts, the embedding table, one copy of
+  // a tensor-parallel rank's shard).
+  size_t weight_bytes() const;
   const Tokenizer* tokenizer() const;  // null when the model dir has no tokenizer.json
   std::vector<int> eos_token_ids() const;
   // Renders the tokenizer's chat template (messages as JSON text).

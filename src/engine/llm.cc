@@ -24,6 +24,7 @@ std::vector<RequestOutput> LLM::generate(const std::vector<Prompt>& prompts,
 const EngineStats& LLM::stats() const { return engine_->stats(); }
 const StepStats& LLM::last_step_stats() const { return engine_->last_step_stats(); }
 const Config& LLM::config() const { return engine_->config(); }
+size_t LLM::weight_bytes() const { return engine_->weight_bytes(); }
 const Tokenizer* LLM::tokenizer() const { return engine_->tokenizer(); }
 std::vector<int> LLM::eos_token_ids() const { return engine_->eos_token_ids(); }
 std::string LLM::apply_chat_template(const std::string& messages_json, bool add_generation_prompt,

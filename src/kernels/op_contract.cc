@@ -142,11 +142,26 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
                       const Tensor* bias, const Tensor& out) {
   act(be, x, "linear", "x");
   act(be, out, "linear", "out");
-  on_device(be, w.data, "linear", "quantized weight");
-  NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8 && w.K >= 1 &&
-               w.data.numel() == w.Np / QuantizedWeight::kBlockRows * w.block_bytes,
-           "linear: quantized weight ", w.data.str(), " (", w.scheme.str(), ", [", w.N, ", ", w.K,
-           "]) is malformed");
+  auto stored = [&](const QuantizedWeight& q) {
+    on_device(be, q.data, "linear", "quantized weight");
+    NV_CHECK(q.scheme.enabled() && q.data.dtype() == DType::U8 && q.K >= 1 &&
+                 q.data.numel() == q.Np / QuantizedWeight::kBlockRows * q.block_bytes,
+             "linear: quantized weight ", q.data.str(), " (", q.scheme.str(), ", [", q.N, ", ", q.K,
+             "]) is malformed");
+  };
+  if (w.composite()) {  // column parts in their own layouts, one input (kernels/quantized.h)
+    int64_t n = 0;
+    for (const auto& p : w.parts) {
+      NV_CHECK(p && !p->composite(), "linear: a composite weight's part is missing or composite");
+      stored(*p);
+      NV_CHECK(p->x_features() == w.x_features(), "linear: a composite weight's ", p->scheme.str(), " part reads ",
+               p->x_features(), " features, the weight ", w.x_features());
+      n += p->N;
+    }
+    NV_CHECK(n == w.N, "linear: a composite weight of ", w.N, " rows has parts of ", n);
+  } else {
+    stored(w);
+  }
   NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.x_features(), "linear: x ", x.str(), " must be [T, ",
            w.x_features(), "] for the ", w.scheme.str(), " weight [", w.N, ", ", w.x_features(), "]");
   NV_CHECK(!w.act_index.defined() || (w.act_index.dtype() == DType::I32 && w.act_index.numel() == w.K),

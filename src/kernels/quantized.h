@@ -73,10 +73,14 @@
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
 //   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
 //   groups of the layout. The gather is a copy: it changes no product.
+// - parts (a fused weight whose parts a GGUF stores in different forms, e.g. a Q4_K_M file's
+//   Q4_K q / k and Q6_K v): no data of its own; each part is a whole QuantizedWeight in its own
+//   layout, reading the same input, and writes its own output columns, in order.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "util/tensor.h"
 
@@ -126,6 +130,10 @@ struct QuantizedWeight {
   Tensor act_index;
   int64_t in_features = 0;  // x's columns when act_index is defined
   int64_t x_features() const { return act_index.defined() ? in_features : K; }
+  // Column parts (see above; join_quantized_columns): when not empty, data is undefined, N is the
+  // parts' sum and K their common x_features(); scheme is the first part's.
+  std::vector<std::shared_ptr<const QuantizedWeight>> parts;
+  bool composite() const { return !parts.empty(); }
   // int4, int8-g32: bytes of one group's record in a block.
   int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
@@ -140,10 +148,18 @@ struct QuantizedWeight {
   // (An undefined Tensor is a 0-d scalar to nbytes(): int4 and int8-g32 hold no scales/row_sums
   // tensors.)
   size_t nbytes() const {
+    size_t n = 0;
+    for (const auto& p : parts) n += p->nbytes();
+    if (composite()) return n;
     return data.nbytes() + (scales.defined() ? scales.nbytes() : 0) +
            (row_sums.defined() ? row_sums.nbytes() : 0) + (act_index.defined() ? act_index.nbytes() : 0);
   }
 };
+
+// One weight of the parts' output columns, in order: out[:, n0 + j] = parts[i] applied to x, where
+// n0 is the rows of the parts before i. Every part must read the same x (same x_features()).
+// Throws naming the parts otherwise.
+QuantizedWeight join_quantized_columns(const std::vector<std::shared_ptr<const QuantizedWeight>>& parts);
 
 // int5-g32-zp-k: the code (0..31) of element e (0..31) of row r in a group's record.
 inline int int5_code(const uint8_t* record, int64_t r, int e) {

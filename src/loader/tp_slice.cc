@@ -73,7 +73,8 @@ std::optional<Int4Groups> load_column_parallel_int4(const WeightStore& ws, const
   NV_CHECK_EQ(names.size(), expected.size());
   NV_CHECK(rows.empty() || rows.size() == names.size(), "load_column_parallel_int4: ", rows.size(),
            " row ranges for ", names.size(), " tensors");
-  // Parts of one fused weight share one layout: Q4_K q / k with a Q6_K (or IQ4) v go the dense way.
+  // Parts of one fused weight share one layout; Q4_K q / k with a Q6_K (or IQ4) v are not one
+  // int4 weight (the caller loads each part alone: DecoderModel::column_linear).
   for (const std::string& n : names)
     if (!ws.has_int4(n) || ws.int4_bits(n) != ws.int4_bits(names[0]) ||
         ws.int4_table(n) != ws.int4_table(names[0]))

@@ -91,12 +91,35 @@ LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& 
 LinearWeight DecoderModel::column_linear(const WeightStore& ws, const std::vector<std::string>& names,
                                          const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
                                          const ModelLoadOptions& opt) {
-  if (opt.checkpoint_int4)
+  if (opt.checkpoint_int4) {
     if (auto w = load_column_parallel_int4(ws, names, shapes, rows)) {
       LinearWeight lw = be_.prepare_linear_int4(*w);
       weight_bytes_ += lw.nbytes();
       return lw;
     }
+    // Parts a GGUF stores in different forms (a Q4_K_M file's Q4_K q / k and Q6_K v): each part
+    // as stored (or with its own type's scheme), one composite weight, so that no part is
+    // re-quantized to the most precise part's scheme. Only where every part stays quantized.
+    bool parts_quantized = names.size() > 1;
+    for (const std::string& nm : names)
+      parts_quantized = parts_quantized && (ws.has_int4(nm) || opt.scheme_for({nm}).enabled());
+    if (parts_quantized) {
+      std::vector<std::shared_ptr<const QuantizedWeight>> parts;
+      for (size_t i = 0; i < names.size(); ++i) {
+        const std::vector<RowRange> r = rows.empty() ? std::vector<RowRange>{} : std::vector<RowRange>{rows[i]};
+        LinearWeight part;
+        if (ws.has_int4(names[i]))
+          part = be_.prepare_linear_int4(*load_column_parallel_int4(ws, {names[i]}, {shapes[i]}, r));
+        else
+          part = be_.prepare_linear(load_column_parallel(ws, {names[i]}, {shapes[i]}, r), opt.scheme_for({names[i]}));
+        NV_CHECK(part.quantized(), "tensor '", names[i], "': expected a quantized part");
+        parts.push_back(part.quant);
+      }
+      LinearWeight lw{Tensor(), std::make_shared<QuantizedWeight>(join_quantized_columns(parts))};
+      weight_bytes_ += lw.nbytes();
+      return lw;
+    }
+  }
   return upload_linear(load_column_parallel(ws, names, shapes, rows), opt.scheme_for(names));
 }
 

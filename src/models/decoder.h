@@ -103,7 +103,9 @@ class DecoderModel {
   static void check_all_tensors_used(const ModelConfig& c, const WeightStore& ws);
   LinearWeight upload_linear(const Tensor& host, const QuantScheme& q);
   // A packed (column-parallel) or row-parallel linear: the checkpoint's int4 groups when
-  // options.checkpoint_int4 and every part is WeightStore::has_int4, else dense + linear_quant.
+  // options.checkpoint_int4 and every part is WeightStore::has_int4 in one form; with
+  // checkpoint_int4 and parts of different forms, each part in its own (a composite weight,
+  // kernels/quantized.h) when every one stays quantized; else dense + linear_quant.
   LinearWeight column_linear(const WeightStore& ws, const std::vector<std::string>& names,
                              const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
                              const ModelLoadOptions& opt);

@@ -263,39 +263,28 @@ const char* quantized_isa() {
   }
 }
 
-void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* bias, Tensor& out,
-                      ThreadPool& pool) {
-  NV_CHECK(x.dtype() == DType::F32 && out.dtype() == DType::F32,
-           "quantized linear needs F32 x/out, got ", x.str(), " ", out.str());
-  NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8, "quantized linear: weight is not quantized");
-  const int64_t K = w.K, N = w.N, Kx = w.x_features(), M = x.numel() / std::max<int64_t>(Kx, 1);
-  NV_CHECK_EQ(x.size(-1), Kx, "quantized linear x ", x.str(), " for a [", N, ", ", Kx, "] weight");
-  NV_CHECK_EQ(out.numel(), M * N, "quantized linear out ", out.str(), " for x ", x.str());
-  if (bias) NV_CHECK_EQ(bias->numel(), N, "quantized linear bias ", bias->str());
-  if (M == 0) return;
-  const QIsa isa = qisa();
-  const QKernel kernel = isa == QIsa::Avx512Vnni ? qrows_avx512_vnni
-                         : isa == QIsa::AvxVnni  ? qrows_avx_vnni
-                         : isa == QIsa::Avx2     ? qrows_avx2
-                                                 : qrows_scalar;
-  const QWeightView wv = view_of(w);
-  thread_local ActBuffers buf;
-  const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
-  const float* xp = x.data<float>();
-  if (w.act_index.defined()) {  // repacked GPTQ act-order / cut groups: x's columns in kernel order
-    gather_columns(xp, M, Kx, w.act_index.data<int32_t>(), K, buf.gathered, pool);
-    xp = buf.gathered.data();
-  }
-  const QActs acts = quantize_activations(xp, M, K, wv, offset, buf, pool);
-  float* op = out.data<float>();
-  auto rows_from = [&](int64_t m0) {  // acts of rows [m0, M)
+namespace {
+
+// One weight in its own layout (not composite) against x [M, x_features()], ready to run: its
+// kernel, its quantized activations (in `buf`), and where its outputs go (out[m * ldo + n], n < N).
+struct QJob {
+  QWeightView wv;
+  QActs acts;
+  QKernel kernel = nullptr;
+  bool unpack_once = false;
+  int64_t M = 0, mblock = 0, nblocks = 0;
+  float* op = nullptr;
+  int64_t ldo = 0;
+
+  QActs rows_from(int64_t m0) const {  // acts of rows [m0, M)
     QActs a = acts;
     a.x += m0 * acts.Kp;
     a.sx += m0;
     if (a.gsum8) a.gsum8 += m0 * (acts.Kp / wv.group);
     if (a.gsumf) a.gsumf += m0 * (acts.Kp / wv.group);
     return a;
-  };
+  }
+
   // Tiles of kTileBlocks 16-row blocks: DRAM reads each weight once; the tile is reused from
   // L1/L2 for every chunk of kQMaxRows activation rows (each chunk's int8 rows stay in L1).
   // int5 / int6 unpack their codes once per block for all rows (qtile_avx512_vnni) past one chunk.
@@ -303,22 +292,84 @@ void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* b
   // the block's x8 (<= kActBlockBytes) then stays in L2 for all of them, where one pass of every
   // tile over all M rows read the whole x8 from memory per tile (16 MiB at M = 16k, K = 1024).
   // The order of the sums within each output is unchanged.
-  const bool unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows && w.scheme.k_superblocks &&
-                           (w.scheme.kind == QuantKind::Int5 || w.scheme.kind == QuantKind::Int6);
-  const int64_t mblock = std::max<int64_t>(kQMaxRows, kActBlockBytes / acts.Kp / kQMaxRows * kQMaxRows);
-  pool.parallel_for(w.Np / QuantizedWeight::kBlockRows, [&](int64_t bb0, int64_t bb1) {
+  void run_blocks(int64_t bb0, int64_t bb1) const {
     for (int64_t mb0 = 0; mb0 < M; mb0 += mblock) {
       const int64_t mb1 = std::min(M, mb0 + mblock);
       for (int64_t tb = bb0; tb < bb1; tb += kTileBlocks) {
         const int64_t te = std::min(bb1, tb + kTileBlocks);
         if (unpack_once && mb1 - mb0 > kQMaxRows &&
-            qtile_avx512_vnni(wv, rows_from(mb0), mb1 - mb0, tb, te, op + mb0 * N, N))
+            qtile_avx512_vnni(wv, rows_from(mb0), mb1 - mb0, tb, te, op + mb0 * ldo, ldo))
           continue;
         for (int64_t m0 = mb0; m0 < mb1; m0 += kQMaxRows)
-          kernel(wv, rows_from(m0), int(std::min<int64_t>(kQMaxRows, mb1 - m0)), tb, te, op + m0 * N, N);
+          kernel(wv, rows_from(m0), int(std::min<int64_t>(kQMaxRows, mb1 - m0)), tb, te, op + m0 * ldo, ldo);
       }
     }
-  }, grain_for_work(M * K * QuantizedWeight::kBlockRows, kMinChunkMacs));
+  }
+};
+
+QJob prepare_job(const float* xp, int64_t M, const QuantizedWeight& w, float* op, int64_t ldo, ActBuffers& buf,
+                 ThreadPool& pool) {
+  NV_CHECK(w.scheme.enabled() && w.data.dtype() == DType::U8, "quantized linear: weight is not quantized");
+  const int64_t K = w.K, Kx = w.x_features();
+  const QIsa isa = qisa();
+  QJob j;
+  j.kernel = isa == QIsa::Avx512Vnni ? qrows_avx512_vnni
+             : isa == QIsa::AvxVnni  ? qrows_avx_vnni
+             : isa == QIsa::Avx2     ? qrows_avx2
+                                     : qrows_scalar;
+  j.wv = view_of(w);
+  const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
+  if (w.act_index.defined()) {  // repacked GPTQ act-order / cut groups: x's columns in kernel order
+    gather_columns(xp, M, Kx, w.act_index.data<int32_t>(), K, buf.gathered, pool);
+    xp = buf.gathered.data();
+  }
+  j.acts = quantize_activations(xp, M, K, j.wv, offset, buf, pool);
+  j.unpack_once = isa == QIsa::Avx512Vnni && M > kQMaxRows && w.scheme.k_superblocks &&
+                  (w.scheme.kind == QuantKind::Int5 || w.scheme.kind == QuantKind::Int6);
+  j.M = M;
+  j.mblock = std::max<int64_t>(kQMaxRows, kActBlockBytes / j.acts.Kp / kQMaxRows * kQMaxRows);
+  j.nblocks = w.Np / QuantizedWeight::kBlockRows;
+  j.op = op;
+  j.ldo = ldo;
+  return j;
+}
+
+}  // namespace
+
+void quantized_linear(const Tensor& x, const QuantizedWeight& w, const Tensor* bias, Tensor& out,
+                      ThreadPool& pool) {
+  NV_CHECK(x.dtype() == DType::F32 && out.dtype() == DType::F32,
+           "quantized linear needs F32 x/out, got ", x.str(), " ", out.str());
+  const int64_t N = w.N, Kx = w.x_features(), M = x.numel() / std::max<int64_t>(Kx, 1);
+  NV_CHECK_EQ(x.size(-1), Kx, "quantized linear x ", x.str(), " for a [", N, ", ", Kx, "] weight");
+  NV_CHECK_EQ(out.numel(), M * N, "quantized linear out ", out.str(), " for x ", x.str());
+  if (bias) NV_CHECK_EQ(bias->numel(), N, "quantized linear bias ", bias->str());
+  if (M == 0) return;
+  const float* xp = x.data<float>();
+  float* op = out.data<float>();
+  // A composite weight: each part on its own output columns (kernels/quantized.h), all parts'
+  // blocks in one parallel region (one hand-off, as for one fused weight).
+  const size_t nparts = w.composite() ? w.parts.size() : 1;
+  thread_local std::vector<ActBuffers> bufs;  // (the caller's: workers only read them)
+  if (bufs.size() < nparts) bufs.resize(nparts);
+  std::vector<QJob> jobs;
+  int64_t n0 = 0, nblocks = 0;
+  for (size_t i = 0; i < nparts; ++i) {
+    const QuantizedWeight& p = w.composite() ? *w.parts[i] : w;
+    NV_CHECK_EQ(p.x_features(), Kx, "quantized linear: a part of the composite weight");
+    jobs.push_back(prepare_job(xp, M, p, op + n0, N, bufs[i], pool));
+    n0 += p.N;
+    nblocks += jobs.back().nblocks;
+  }
+  NV_CHECK_EQ(n0, N, "quantized linear: the composite weight's parts");
+  pool.parallel_for(nblocks, [&](int64_t bb0, int64_t bb1) {
+    int64_t first = 0;  // global block index of jobs[i]'s block 0
+    for (const QJob& j : jobs) {
+      const int64_t lo = std::max(bb0, first), hi = std::min(bb1, first + j.nblocks);
+      if (lo < hi) j.run_blocks(lo - first, hi - first);
+      first += j.nblocks;
+    }
+  }, grain_for_work(M * Kx * QuantizedWeight::kBlockRows, kMinChunkMacs));
   add_bias_rows(bias, op, M, N);
 }
 

@@ -302,6 +302,12 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
 
 void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
   NV_CHECK(n >= 0 && n < q.N, "dequantize_row: row ", n, " of ", q.N);
+  if (q.composite()) {  // its part's row, in x's column order (the parts share x, not a layout)
+    for (const auto& p : q.parts) {
+      if (n < p->N) return dequantize_row_inputs(*p, n, out);
+      n -= p->N;
+    }
+  }
   const int64_t R = QuantizedWeight::kBlockRows, r = n % R;
   const uint8_t* blk = q.data.data<uint8_t>() + (n / R) * q.block_bytes;
   if (q.scheme.int8_groups()) {

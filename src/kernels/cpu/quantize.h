@@ -19,7 +19,8 @@ int64_t quantized_nbytes(int64_t N, int64_t K, const QuantScheme& scheme);
 QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, ThreadPool& pool,
                                 const U8Allocator& alloc = nullptr);
 // The dequantized row n of q as f32 (out[K]): what the kernels multiply with (tests, and the
-// reference for the accuracy measurements), in the kernel's column order.
+// reference for the accuracy measurements), in the kernel's column order (a composite weight's:
+// x's order, its parts' dequantize_row_inputs).
 void dequantize_row(const QuantizedWeight& q, int64_t n, float* out);
 // The same in x's column order (out[x_features()]): column act_index[k] gets the kernel's column
 // k; with no act_index, dequantize_row.

@@ -353,6 +353,62 @@ TEST(QuantLinear, RowBlocksKeepEachRowsBits) {
   }
 }
 
+// A composite weight (kernels/quantized.h: a GGUF's fused q / k / v whose parts are stored in
+// different forms) gives each part's output columns bit for bit what the part alone gives, in
+// order, with the bias added once; parts whose row counts are not multiples of 16 must not write
+// into the next part's columns (the kernels store whole 16-row blocks only where rows exist).
+TEST(QuantLinear, CompositeEqualsItsPartsSideBySide) {
+  auto be = make_cpu_backend(2);
+  const int K = 256;
+  const std::vector<std::pair<const char*, int>> spec = {{"int4-g32-zp", 40}, {"int8", 24}, {"int8-g32", 13},
+                                                         {"int4-g64", 7}};
+  std::vector<LinearWeight> parts;
+  std::vector<std::shared_ptr<const QuantizedWeight>> qs;
+  int N = 0;
+  for (const auto& [scheme, n] : spec) {
+    parts.push_back(be->prepare_linear(rand_tensor({n, K}, DType::F32, 0.1f), parse_quant_scheme(scheme)));
+    qs.push_back(parts.back().quant);
+    N += n;
+  }
+  LinearWeight joined{Tensor(), std::make_shared<QuantizedWeight>(join_quantized_columns(qs))};
+  ASSERT_TRUE(joined.quant->composite());
+  EXPECT_EQ(joined.out_features(), N);
+  size_t bytes = 0;
+  for (const auto& p : parts) bytes += p.nbytes();
+  EXPECT_EQ(joined.nbytes(), bytes);
+  Tensor b = rand_tensor({N}, DType::F32);
+  for (int M : {1, 5, 33}) {
+    Tensor x = rand_tensor({M, K}, DType::F32);
+    Tensor out = Tensor::empty({M, N}, DType::F32);
+    poison(out);
+    be->linear(x, joined, &b, out);
+    int n0 = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int n = spec[i].second;
+      Tensor bi = Tensor::empty({n}, DType::F32);
+      std::copy(b.data<float>() + n0, b.data<float>() + n0 + n, bi.data<float>());
+      Tensor yi = Tensor::empty({M, n}, DType::F32);
+      be->linear(x, parts[i], &bi, yi);
+      for (int m = 0; m < M; ++m)
+        for (int j = 0; j < n; ++j)
+          ASSERT_EQ(out.data<float>()[m * N + n0 + j], yi.data<float>()[m * n + j])
+              << spec[i].first << " part, M=" << M << " row " << m << " column " << j;
+      n0 += n;
+    }
+    // dequantize_row of a composite: its part's row.
+    std::vector<float> a(K), c(K);
+    cpu::dequantize_row(*joined.quant, 40 + 24 + 3, a.data());
+    cpu::dequantize_row(*qs[2], 3, c.data());
+    EXPECT_EQ(a, c);
+  }
+  // Parts that read different inputs cannot be joined.
+  LinearWeight other = be->prepare_linear(rand_tensor({16, 128}, DType::F32), parse_quant_scheme("int8"));
+  EXPECT_THROW(join_quantized_columns({qs[0], other.quant}), std::exception);
+  // And the op contract checks a composite's shape like any weight's.
+  Tensor x = rand_tensor({2, K}, DType::F32), bad = Tensor::empty({2, N - 1}, DType::F32);
+  EXPECT_THROW(be->linear(x, joined, nullptr, bad), std::exception);
+}
+
 TEST(QuantLinear, RejectsMismatchedShapes) {
   auto be = make_cpu_backend(1);
   Tensor w = rand_tensor({16, 64}, DType::F32);

@@ -97,14 +97,15 @@ int run_gguf_info(int argc, char** argv) {
     j["tensor_types"] = types;
     j["quantization_auto"] = nanovllm::gguf_default_quantization(model).str();
     // The scheme auto gives each linear tensor by its own ggml type (an expert stack counts once).
-    // A fused q/k/v or gate/up then runs at its most precise part's scheme (decoder.cc), and the
-    // LM head follows --lm-head-quantization: neither is shown here.
+    // A fused q/k/v or gate/up of parts in different forms runs each part in its own (a
+    // composite weight, models/decoder.h mixed_quantized_parts), and the LM head follows
+    // --lm-head-quantization: neither is shown here.
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
     // A Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4 tensor runs as stored (int4-g32-zp-k / int5-g32-zp-k /
     // int6-g16-k / int2-g16-zp-k / int5-g32-zp-f32 (Q5_1) / int4-g32-nl;
-    // int4-g32-zp-f32 for Q4_K when a tensor-parallel cut splits its superblocks) unless it is
-    // fused with another type.
+    // int4-g32-zp-f32 for Q4_K when a tensor-parallel cut splits its superblocks); fused with a
+    // part of another type it keeps that form as a composite's part (a dense part aside).
     for (const auto& [name, q] : per_tensor)
       if (ck->tensors().at(name).expert <= 0)
         by_scheme[ck->int4_bits(name) == 6   ? "int6-g16-k"

@@ -148,6 +148,8 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
                  q.data.numel() == q.Np / QuantizedWeight::kBlockRows * q.block_bytes,
              "linear: quantized weight ", q.data.str(), " (", q.scheme.str(), ", [", q.N, ", ", q.K,
              "]) is malformed");
+    NV_CHECK(!q.act_index.defined() || (q.act_index.dtype() == DType::I32 && q.act_index.numel() == q.K),
+             "linear: quantized weight's act_index ", q.act_index.str(), " must be I32 [", q.K, "]");
   };
   if (w.composite()) {  // column parts in their own layouts, one input (kernels/quantized.h)
     int64_t n = 0;
@@ -164,8 +166,6 @@ void linear_quantized(const Backend& be, const Tensor& x, const QuantizedWeight&
   }
   NV_CHECK(x.ndim() >= 1 && x.size(-1) == w.x_features(), "linear: x ", x.str(), " must be [T, ",
            w.x_features(), "] for the ", w.scheme.str(), " weight [", w.N, ", ", w.x_features(), "]");
-  NV_CHECK(!w.act_index.defined() || (w.act_index.dtype() == DType::I32 && w.act_index.numel() == w.K),
-           "linear: quantized weight's act_index ", w.act_index.str(), " must be I32 [", w.K, "]");
   NV_CHECK(out.ndim() >= 1 && out.size(-1) == w.N && rows_of(out) == rows_of(x), "linear: out ",
            out.str(), " must be [", rows_of(x), ", ", w.N, "]");
   if (bias) {

@@ -88,6 +88,21 @@ LinearWeight DecoderModel::upload_linear(const Tensor& host, const QuantScheme& 
   return w;
 }
 
+bool mixed_quantized_parts(const WeightStore& ws, const std::vector<std::string>& names, const ModelLoadOptions& opt) {
+  if (!opt.checkpoint_int4 || names.size() < 2) return false;
+  auto form = [&](const std::string& nm) {  // as stored, or quantized by the tensor's own scheme
+    if (ws.has_int4(nm)) return "stored " + std::to_string(ws.int4_bits(nm)) + (ws.int4_table(nm) ? " table" : "");
+    const QuantScheme q = opt.scheme_for({nm});
+    return q.enabled() ? q.str() + (q.exact_grid ? " exact" : "") : std::string();
+  };
+  bool mixed = false;
+  for (const std::string& nm : names) {
+    if (form(nm).empty()) return false;
+    mixed = mixed || form(nm) != form(names[0]);
+  }
+  return mixed;
+}
+
 LinearWeight DecoderModel::column_linear(const WeightStore& ws, const std::vector<std::string>& names,
                                          const std::vector<Shape>& shapes, const std::vector<RowRange>& rows,
                                          const ModelLoadOptions& opt) {
@@ -99,11 +114,9 @@ LinearWeight DecoderModel::column_linear(const WeightStore& ws, const std::vecto
     }
     // Parts a GGUF stores in different forms (a Q4_K_M file's Q4_K q / k and Q6_K v): each part
     // as stored (or with its own type's scheme), one composite weight, so that no part is
-    // re-quantized to the most precise part's scheme. Only where every part stays quantized.
-    bool parts_quantized = names.size() > 1;
-    for (const std::string& nm : names)
-      parts_quantized = parts_quantized && (ws.has_int4(nm) || opt.scheme_for({nm}).enabled());
-    if (parts_quantized) {
+    // re-quantized to the most precise part's scheme. Only where every part stays quantized and
+    // the forms differ (parts of one scheme, e.g. a Q4_0 file's, quantize as one fused weight).
+    if (mixed_quantized_parts(ws, names, opt)) {
       std::vector<std::shared_ptr<const QuantizedWeight>> parts;
       for (size_t i = 0; i < names.size(); ++i) {
         const std::vector<RowRange> r = rows.empty() ? std::vector<RowRange>{} : std::vector<RowRange>{rows[i]};

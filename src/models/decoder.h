@@ -52,8 +52,9 @@ struct ModelLoadOptions {
   QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense);
                               // int6-g16-k / int5-g32-zp-k: the GGUF's Q6_K / Q5_K head as stored
   // Per checkpoint tensor (GGUF, quantization auto): overrides linear_quant for the linears
-  // built from it. A fused linear (q/k/v, gate/up) whose parts differ takes the most precise
-  // of their schemes (scheme_for), so no part loses precision it had in the file.
+  // built from it. A fused linear (q/k/v, gate/up) whose parts differ runs each part in its own
+  // form (mixed_quantized_parts: a composite weight) where each stays quantized; else it takes
+  // the most precise of their schemes (scheme_for), so no part loses precision it had in the file.
   std::map<std::string, QuantScheme> tensor_quant;
   QuantScheme scheme_for(const std::vector<std::string>& names) const;
   // GPTQ / AWQ checkpoints (loader/int4_checkpoint.h) and a GGUF's Q4_K / Q5_K / Q6_K tensors
@@ -62,6 +63,12 @@ struct ModelLoadOptions {
   // follow linear_quant (tensor_quant) like any dense weight.
   bool checkpoint_int4 = false;
 };
+
+// Whether DecoderModel loads the fused linear of `names` (q/k/v, gate/up) as a composite of its
+// parts (kernels/quantized.h): with checkpoint_int4, when every part stays quantized (as stored,
+// or by its own tensor's scheme) and their forms differ. (bench/decode_roofline.cc counts bytes
+// by it.)
+bool mixed_quantized_parts(const WeightStore& ws, const std::vector<std::string>& names, const ModelLoadOptions& opt);
 
 class DecoderModel {
  public:

@@ -111,7 +111,7 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
         k.k_superblocks = true;
         return k;
       }
-      return parse_quant_scheme(bits == 6 ? "int6-g16-k" : bits == 2 ? "int2-g16-zp-k"
+      return parse_quant_scheme(bits == 6 ? "int6-g16-k" : bits == 3 ? "int3-g16-k" : bits == 2 ? "int2-g16-zp-k"
                                 : q5_1 ? "int5-g32-zp-f32" : bits == 5 ? "int5-g32-zp-k" : "int4-g32-nl");
     };
     // A Qwen3-MoE expert's projections run as stored (gate / up through

@@ -7,7 +7,7 @@
 // (the L3 of a shared VM is not ours to count on).
 // --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
 // loaded machine's descheduling does not count (it still shares caches and the memory bus).
-// int4-g32-zp-k, int5-g32-zp-k and int6-g16-k (the forms a GGUF's Q4_K, Q5_K and Q6_K keep) come from random codes and
+// int4-g32-zp-k, int5-g32-zp-k, int6-g16-k and int3-g16-k (the forms a GGUF's Q4_K, Q5_K, Q6_K and Q3_K keep) come from random codes and
 // factors through prepare_linear_int4, as the loader hands them over.
 // --m 1,4,16,64,512 (the default): the activation rows per call; prefill's are up to
 // max_num_batched_tokens (16,384), whose x8 no longer fits a core's L2.
@@ -33,12 +33,14 @@ using clk = std::chrono::steady_clock;
 namespace {
 // Random Q4_K- / Q5_K-shaped (bits 4 / 5: codes 0..15 / 0..31, per 32 columns scale d x sc and
 // min -(dmin x m)) or
-// Q6_K-shaped (bits 6: codes 0..63, zero 32, per 16 columns scale d x sc, sc signed) groups with
+// Q6_K-shaped (bits 6: codes 0..63, zero 32, per 16 columns scale d x sc, sc signed) or Q3_K-shaped
+// (bits 3: codes 0..7, zero 4, sc in [-32, 31]) groups with
 // d / dmin per 256 columns (kernels/int4_groups.h), sized like a 0.02-scale weight.
 Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
   Int4Groups w;
   w.bits = bits;
-  const int gs = bits == 6 ? 16 : 32;
+  const bool sym = bits == 6 || bits == 3;  // Q6_K's / Q3_K's form: zero points, no mins
+  const int gs = sym ? 16 : 32;
   w.N = N, w.K = K, w.G = K / gs;
   const int64_t S = K / 256;
   w.q = Tensor::empty({N, K}, DType::U8);
@@ -49,10 +51,10 @@ Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
   w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
   std::uniform_int_distribution<int> byte(0, 255);
   for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(byte(rng) & ((1 << bits) - 1));
-  for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(bits == 6 ? 6e-5f : 2e-4f));
-  if (bits == 6) {
+  for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(bits == 6 ? 6e-5f : bits == 3 ? 5e-4f : 2e-4f));
+  if (sym) {
     w.zeros = Tensor::empty({N, w.G}, DType::U8);
-    std::memset(w.zeros.raw(), 32, w.zeros.nbytes());
+    std::memset(w.zeros.raw(), bits == 3 ? 4 : 32, w.zeros.nbytes());
   } else {
     w.mins = Tensor::empty({N, w.G}, DType::F32);
     w.dmin = Tensor::empty({N, S}, DType::F32);
@@ -63,8 +65,8 @@ Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
     for (int64_t g = 0; g < w.G; ++g) {
       const int64_t i = n * w.G + g;
       const float d = w.d.data<float>()[n * S + g * gs / 256];
-      if (bits == 6) {
-        const int8_t sc = int8_t(byte(rng) - 128);
+      if (sym) {
+        const int8_t sc = int8_t(bits == 3 ? byte(rng) % 64 - 32 : byte(rng) - 128);
         w.sub_scale.data<uint8_t>()[i] = uint8_t(sc);
         w.scales.data<float>()[i] = d * float(sc);
       } else {
@@ -87,7 +89,7 @@ int main(int argc, char** argv) {
   // and kernel differ).
   std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
                                       "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k",
-                                      "int6-g16-k"};
+                                      "int6-g16-k", "int3-g16-k"};
   std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
@@ -141,8 +143,8 @@ int main(int argc, char** argv) {
     for (const auto& f : formats) {
       std::vector<LinearWeight> copies;
       for (int c = 0; c < kCopies; ++c) {
-        if (f == "int4-g32-zp-k" || f == "int5-g32-zp-k" || f == "int6-g16-k") {
-          const int bits = f == "int6-g16-k" ? 6 : f == "int5-g32-zp-k" ? 5 : 4;
+        if (f == "int4-g32-zp-k" || f == "int5-g32-zp-k" || f == "int6-g16-k" || f == "int3-g16-k") {
+          const int bits = f == "int6-g16-k" ? 6 : f == "int3-g16-k" ? 3 : f == "int5-g32-zp-k" ? 5 : 4;
           copies.push_back(be->prepare_linear_int4(k_quant_groups(shapes[s].N, shapes[s].K, bits, rng)));
           continue;
         }

@@ -103,7 +103,7 @@ int run_gguf_info(int argc, char** argv) {
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
     // A Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4 tensor runs as stored (int4-g32-zp-k / int5-g32-zp-k /
-    // int6-g16-k / int2-g16-zp-k / int5-g32-zp-f32 (Q5_1) / int4-g32-nl;
+    // int6-g16-k / int3-g16-k / int2-g16-zp-k / int5-g32-zp-f32 (Q5_1) / int4-g32-nl;
     // int4-g32-zp-f32 for Q4_K when a tensor-parallel cut splits its superblocks); fused with a
     // part of another type it keeps that form as a composite's part (a dense part aside).
     for (const auto& [name, q] : per_tensor)
@@ -111,12 +111,13 @@ int run_gguf_info(int argc, char** argv) {
         by_scheme[ck->int4_bits(name) == 6   ? "int6-g16-k"
                   : ck->int4_bits(name) == 5 ? (ck->tensors().at(name).t->type == uint32_t(nanovllm::GgmlType::Q5_1)
                                                     ? "int5-g32-zp-f32" : "int5-g32-zp-k")
+                  : ck->int4_bits(name) == 3 ? "int3-g16-k"
                   : ck->int4_bits(name) == 2 ? "int2-g16-zp-k"
                   : ck->int4_table(name)     ? "int4-g32-nl"
                   : ck->has_int4(name)       ? "int4-g32-zp-k"
                                              : q.str()]++;
     j["quantization_auto_tensors"] = by_scheme;
-    // --lm-head-quantization auto on the CPU: the file's Q5_K / Q6_K / Q2_K head as stored, else "none" here
+    // --lm-head-quantization auto on the CPU: the file's Q5_K / Q6_K / Q3_K / Q2_K head as stored, else "none" here
     // (the engine's rule then: int8 with int4 layers, else the layers' scheme).
     j["lm_head_auto"] = nanovllm::gguf_lm_head_quantization(model).str();
     j["config"] = json::parse(ck->hf_config_json());

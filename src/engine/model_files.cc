@@ -124,6 +124,7 @@ QuantScheme gguf_lm_head_quantization(const std::string& model) {
     return parse_quant_scheme(ck->tensors().at(head).t->type == uint32_t(GgmlType::Q5_1) ? "int5-g32-zp-f32"
                                                                                           : "int5-g32-zp-k");
   if (ck->int4_bits(head) == 2) return parse_quant_scheme("int2-g16-zp-k");
+  if (ck->int4_bits(head) == 3) return parse_quant_scheme("int3-g16-k");
   return {};
 }
 

@@ -32,15 +32,15 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 // The majority's scheme: reported as the model's quantization; it sets the LM head's default
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K
 // Q5_K and Q6_K linears run as stored instead (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k: ModelLoadOptions::
-// checkpoint_int4), Q3_K in Q6_K's form (int6-g16-k) and IQ4_NL / IQ4_XS as table codes
+// checkpoint_int4), Q3_K in its own form (int3-g16-k) and IQ4_NL / IQ4_XS as table codes
 // (int4-g32-nl), Q2_K in its own form (int2-g16-zp-k), Q5_1 as 5-bit codes with f32 scales and mins
 // (int5-g32-zp-f32), all lossless; a fused weight whose parts differ in form (a Q4_K q / k
 // with a Q6_K v) runs each part in its own (a composite weight, models/decoder.h
 // mixed_quantized_parts), and the table's schemes serve the parts that are not stored as they are.
 QuantScheme gguf_default_quantization(const std::string& model);
 
-// --lm-head-quantization auto for `model` on the CPU: int6-g16-k (int5-g32-zp-k, int2-g16-zp-k) when
-// the GGUF's LM head (output.weight, else the tied token_embd.weight) is Q6_K (Q5_K, Q2_K), as llama-quantize
+// --lm-head-quantization auto for `model` on the CPU: int6-g16-k (int5-g32-zp-k, int3-g16-k, int2-g16-zp-k) when
+// the GGUF's LM head (output.weight, else the tied token_embd.weight) is Q6_K (Q5_K, Q3_K, Q2_K), as llama-quantize
 // writes it for Q4_0 / Q4_K_M / Q5_K_M files; none (no opinion) otherwise.
 QuantScheme gguf_lm_head_quantization(const std::string& model);
 

@@ -43,10 +43,11 @@ ResolvedConfig resolve(const Config& config) {
   if (c.lm_head_quantization != "auto") {
     r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
     const QuantKind k = r.lm_head_quantization.kind;
-    if (k == QuantKind::Int5 || k == QuantKind::Int6 || k == QuantKind::Int2)  // only a file's own head can be held so
+    if (k == QuantKind::Int5 || k == QuantKind::Int6 || k == QuantKind::Int3 || k == QuantKind::Int2)  // only a file's own head can be held so
       NV_CHECK(r.device == Device::CPU && gguf_lm_head_quantization(c.model).str() == c.lm_head_quantization,
                "lm_head_quantization '", c.lm_head_quantization, "' keeps a GGUF's ",
-               k == QuantKind::Int6 ? "Q6_K" : k == QuantKind::Int5 ? "Q5_K / Q5_1" : "Q2_K", " LM head as stored, on the CPU; the LM head of '",
+               k == QuantKind::Int6 ? "Q6_K" : k == QuantKind::Int5 ? "Q5_K / Q5_1" : k == QuantKind::Int3 ? "Q3_K" : "Q2_K",
+               " LM head as stored, on the CPU; the LM head of '",
                c.model, "' on ", device_name(r.device), " is not one (use auto, none or a --quantization value)");
   } else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
     r.lm_head_quantization = stored_head;

@@ -15,6 +15,7 @@ std::string QuantScheme::str() const {
     case QuantKind::Int5: return k_superblocks ? "int5-g32-zp-k" : "int5-g32-zp-f32";
     case QuantKind::Int6: return "int6-g16-k";
     case QuantKind::Int2: return "int2-g16-zp-k";
+    case QuantKind::Int3: return "int3-g16-k";
   }
   return "?";
 }
@@ -40,6 +41,12 @@ QuantScheme parse_quant_scheme(const std::string& s) {
   }
   if (s == "int6-g16-k") {  // ggml's Q6_K as stored (a GGUF's; quantize_weight refuses it)
     q.kind = QuantKind::Int6;
+    q.group = 16;
+    q.k_superblocks = true;
+    return q;
+  }
+  if (s == "int3-g16-k") {  // ggml's Q3_K as stored (a GGUF's; quantize_weight refuses it)
+    q.kind = QuantKind::Int3;
     q.group = 16;
     q.k_superblocks = true;
     return q;

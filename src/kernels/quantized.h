@@ -31,6 +31,10 @@
 //   16 consecutive k, w = d[s] * sc[g] * q - dmin[s] * m[g], q in [0, 3], sc and m 4-bit, d and
 //   dmin f16 per superblock s of 16 groups (256 k). d x sc and dmin x m are exact f32 products:
 //   2.625 bits per weight, the file's own form and size.
+// - int3-g16-k (made only by a repack of ggml's Q3_K, kernels/cpu/pack_kquants.h): per group of 16
+//   consecutive k, w = d[s] * sc[g] * (q - 4), q in [0, 7], sc a signed integer in [-32, 31], d an
+//   f16 per superblock s of 16 groups (256 k); the kernels sum (q - 4) x sc over a superblock as
+//   integers, then times d: 3.5625 bits per weight (the file: 3.4375; its 6-bit sc take 8 here).
 // The kernels quantize activations per row on the fly (x ~ sx[m] * x8[m,k], x8 in [-127, 127])
 // and accumulate integer dot products (AVX512-VNNI / AVX-VNNI vpdpbusd, AVX2 pmaddubsw).
 //
@@ -67,6 +71,13 @@
 //   byte 4r + j of group u's line holds in bits 2i, 2i+1 the code of k = 16u + 4i + j (row r)]
 //   [16 x 16 u8 sc | m << 4, group u's at 16u][16 f16 d][16 f16 dmin] (1344 bytes = 21 lines, as
 //   the file's 84 bytes per 256 k of a row; int2_code below).
+// - int3-g16-k: Kp = K, a multiple of 256. A block is [the 16 rows' f16 d of each superblock, as
+//   int6-g16-k's table] then Kp / 256 superblocks of [8 records of 3 lines A B C, one per pair of
+//   groups 2p, 2p + 1][16 x 16 i8 sc, group u's at 16u] (1792 bytes = 28 lines, read in order). In
+//   a record, vector v (0..7) is k = 16 (2p + v / 4) + 4 (v % 4) + j of row r, at byte 4r + j of
+//   each line: A holds the codes of v = 0 (bits 0-2), 1 (bits 3-5) and bits 0-1 of v = 2 (bits
+//   6-7); B those of v = 3, 4 and bits 0-1 of v = 5; C those of v = 6, 7, bit 2 of v = 2 (bit 6)
+//   and of v = 5 (bit 7). Six of the eight vectors take a shift and a mask (int3_code below).
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h; int5 /
 //   int6 / int2 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h, or
 //   inside a group of int5-g32-zp-f32):
@@ -86,15 +97,15 @@
 
 namespace nanovllm {
 
-enum class QuantKind : uint8_t { None, Int8, Int4, Int5, Int6, Int2 };
+enum class QuantKind : uint8_t { None, Int8, Int4, Int5, Int6, Int2, Int3 };
 
 struct QuantScheme {
   QuantKind kind = QuantKind::None;
-  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32); int6, int2: 16
+  int group = 0;             // int4: 32 or 64; int8: 0 (per row) or 32 (int8-g32); int6, int3, int2: 16
   bool zero_points = false;  // int4: scale + min per group instead of symmetric
   bool f32_params = false;   // int4-g32 with zero points: f32 scale and min (see above)
   bool k_superblocks = false;  // int4-g32 with zero points: Q4_K's two-level parameters (see above);
-                               // int5-g32-zp-k, int6 and int2 always (Q5_K's, Q6_K's, Q2_K's)
+                               // int5-g32-zp-k, int6, int3 and int2 always (Q5_K's, Q6_K's, Q3_K's, Q2_K's)
   // int8-g32 from a GGUF block type (Q5_0, IQ4_NL, ...; engine/model_files.h): a group that is
   // not exact at step max |w| / 127 may be exact on a coarser step max |w| / c, which the
   // quantizer then searches (kernels/cpu/quantize.cc). Not part of str(): the layout is the same.
@@ -104,16 +115,17 @@ struct QuantScheme {
   static constexpr int kInt5SuperblockBytes = 2880;  // int5-g32-zp-k: 16 rows x 256 k
   static constexpr int kInt6SuperblockBytes = 3328;  // int6-g16-k: 16 rows x 256 k, without d
   static constexpr int kInt2SuperblockBytes = 1344;  // int2-g16-zp-k: 16 rows x 256 k
-  // int6-g16-k: the d table at the start of a block of `superblocks` superblocks.
+  static constexpr int kInt3SuperblockBytes = 1792;  // int3-g16-k: 16 rows x 256 k, without d
+  // int6-g16-k, int3-g16-k: the d table at the start of a block of `superblocks` superblocks.
   static constexpr int64_t int6_d_bytes(int64_t superblocks) { return (superblocks * 32 + 63) / 64 * 64; }
   bool enabled() const { return kind != QuantKind::None; }
   bool int8_groups() const { return kind == QuantKind::Int8 && group > 0; }
-  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", "int2-g16-zp-k", ...
+  std::string str() const;   // "none", "int8", "int8-g32", "int4-g32", "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k", "int6-g16-k", "int3-g16-k", "int2-g16-zp-k", ...
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k" |
-// "int2-g16-zp-k" | "int5-g32-zp-f32" (the last six name repack layouts; quantize_weight refuses the
-// last five). Throws naming the value and
+// "int3-g16-k" | "int2-g16-zp-k" | "int5-g32-zp-f32" (the last seven name repack layouts; quantize_weight
+// refuses the last six). Throws naming the value and
 // the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -140,6 +152,7 @@ struct QuantizedWeight {
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
     if (scheme.kind == QuantKind::Int5) return scheme.k_superblocks ? 320 : 448;  // 4 nibble lines + 1 bit line (+ f32 params)
     if (scheme.kind == QuantKind::Int2) return 64;   // 1 line of 2-bit codes
+    if (scheme.kind == QuantKind::Int3) return 96;   // 1 line of low bits, half a line of third bits
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     if (scheme.nl_table) return 8 * scheme.group + 64;
@@ -178,6 +191,24 @@ inline int int6_code(const uint8_t* group_lines, int64_t r, int e) {
 // int2-g16-zp-k: the code (0..3) of element e (0..15) of row r in a group's line.
 inline int int2_code(const uint8_t* group_line, int64_t r, int e) {
   return (group_line[4 * r + e % 4] >> (2 * (e / 4))) & 3;
+}
+
+// int3-g16-k: the code (0..7) of element e (0..15) of row r in group u (0..15) of a superblock.
+inline int int3_code(const uint8_t* superblock, int u, int64_t r, int e) {
+  const int64_t j = 4 * r + e % 4;
+  const uint8_t* rec = superblock + 192 * (u / 2);
+  const int v = 4 * (u % 2) + e / 4;
+  const int a = rec[j], b = rec[64 + j], c = rec[128 + j];
+  switch (v) {
+    case 0: return a & 7;
+    case 1: return (a >> 3) & 7;
+    case 2: return (a >> 6) | (((c >> 6) & 1) << 2);
+    case 3: return b & 7;
+    case 4: return (b >> 3) & 7;
+    case 5: return (b >> 6) | (((c >> 7) & 1) << 2);
+    case 6: return c & 7;
+    default: return (c >> 3) & 7;
+  }
 }
 
 // A linear layer's weight [N, K] as the model holds it: dense (checkpoint dtype, on the

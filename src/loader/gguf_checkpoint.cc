@@ -205,8 +205,8 @@ bool GgufCheckpoint::has_int4(const std::string& hf_name) const {
 int GgufCheckpoint::int4_bits(const std::string& hf_name) const {
   if (!has_int4(hf_name)) return 0;
   const uint32_t ty = refs_.at(hf_name).t->type;
-  // Q3_K runs in Q6_K's form (unpack_row_q3_k): 6-bit codes of which it uses 28..35.
-  return ty == uint32_t(GgmlType::Q6_K) || ty == uint32_t(GgmlType::Q3_K) ? 6
+  return ty == uint32_t(GgmlType::Q6_K)                                    ? 6
+         : ty == uint32_t(GgmlType::Q3_K)                                  ? 3
          : ty == uint32_t(GgmlType::Q5_K) || ty == uint32_t(GgmlType::Q5_1) ? 5
          : ty == uint32_t(GgmlType::Q2_K)                                  ? 2
                                                                            : 4;
@@ -237,10 +237,10 @@ Int4Groups GgufCheckpoint::get_int4(const std::string& hf_name) const {
   }
   const bool q3 = t.type == uint32_t(GgmlType::Q3_K);
   if (t.type == uint32_t(GgmlType::Q6_K) || q3) {  // codes, d x sc per 16, d per 256 (int4_groups.h)
-    g.bits = 6;
+    g.bits = q3 ? 3 : 6;
     shape_groups(g, t, 16);
     g.zeros = Tensor::empty({g.N, g.G}, DType::U8);
-    std::memset(g.zeros.raw(), 32, g.zeros.nbytes());
+    std::memset(g.zeros.raw(), q3 ? 4 : 32, g.zeros.nbytes());
     const int64_t S = g.K / 256;
     g.d = Tensor::empty({g.N, S}, DType::F32);
     g.sub_scale = Tensor::empty({g.N, g.G}, DType::U8);

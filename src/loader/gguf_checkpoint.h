@@ -48,13 +48,13 @@ class GgufCheckpoint {
   // what the CPU's int4 kernels hold losslessly (kernels/cpu/pack_int4.h). get_int4 throws for
   // a tensor has_int4 denies.
   // A Q5_K one likewise with 5-bit codes (Int4Groups::bits 5), a Q6_K one with 6-bit codes and
-  // a scale per 16 (bits 6), a Q3_K one in Q6_K's form (bits 6, codes 28..35: unpack_row_q3_k),
+  // a scale per 16 (bits 6), a Q3_K one likewise with 3-bit codes (bits 3, zero 4: unpack_row_q3_k),
   // a Q2_K one with 2-bit codes and a scale and min per 16 (bits 2), a Q5_1 one with 5-bit codes and
   // its f16 d and m per 32 as scale and min (bits 5, no superblock factors).
   bool has_int4(const std::string& hf_name) const;
   // An IQ4_NL / IQ4_XS one as codes into ggml's table with an f32 scale per 32
   // (Int4Groups::iq4_table, bits 4; int4_table says which).
-  int int4_bits(const std::string& hf_name) const;  // 4 (Q4_K, IQ4), 5 (Q5_K, Q5_1), 6 (Q6_K, Q3_K), 2 (Q2_K), 0 (none)
+  int int4_bits(const std::string& hf_name) const;  // 4 (Q4_K, IQ4), 5 (Q5_K, Q5_1), 6 (Q6_K), 3 (Q3_K), 2 (Q2_K), 0 (none)
   bool int4_table(const std::string& hf_name) const;  // IQ4_NL / IQ4_XS
   Int4Groups get_int4(const std::string& hf_name) const;
   // config.json text equivalent to the metadata (architectures, sizes, RoPE, MoE, Gemma

@@ -327,7 +327,7 @@ void unpack_row_q3_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
       for (int j = 0; j < 4; ++j)
         for (int l = 0; l < 32; ++l) {
           const int v = int((qs[32 * h + l] >> (2 * j)) & 3) - ((hm[l] >> (4 * h + j)) & 1 ? 0 : 4);
-          q[128 * h + 32 * j + l] = uint8_t(v + 32);
+          q[128 * h + 32 * j + l] = uint8_t(v + 4);
         }
     q += QK_K, scale += 16, sc_out += 16;
   }

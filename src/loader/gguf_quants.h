@@ -70,9 +70,9 @@ void unpack_row_q2_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
 // scale[n / 16] = d x sc (an exact f32 product), so that dequantize_row gives exactly
 // scale[k / 16] * (q[k] - 32); and the factors d[n / 256] (f16 values), sc[n / 16] (i8 bits).
 void unpack_row_q6_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d, uint8_t* sc);
-// One Q3_K row in Q6_K's form (the int6-g16-k kernels hold it losslessly): its value v in
-// [-4, 3] as the code q = v + 32 (28..35), its signed 6-bit scale (sc - 32) as the i8 sc, its
-// f16 d as d, so that dequantize_row gives exactly scale[k / 16] * (q[k] - 32), scale = d x sc.
+// One Q3_K row as 3-bit codes (the int3-g16-k kernels hold it losslessly): its value v in
+// [-4, 3] as the code q = v + 4 (0..7), its signed 6-bit scale (sc - 32) as the i8 sc, its
+// f16 d as d, so that dequantize_row gives exactly scale[k / 16] * (q[k] - 4), scale = d x sc.
 void unpack_row_q3_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* d, uint8_t* sc);
 // One IQ4_NL row (n % 32 == 0) / IQ4_XS row (n % 256 == 0) as its 4-bit codes q[n] (indices
 // into kIq4nlTable, kernels/int4_groups.h) and a scale per 32, scale[n / 32] (IQ4_NL: the f16 d;

@@ -64,6 +64,7 @@ int precision_rank(const QuantScheme& q) {
     case QuantKind::Int8: return q.group > 0 ? 550 : 500;
     case QuantKind::Int6: return 520;  // Q6_K's own (lossless) form
     case QuantKind::Int5: return 510;  // Q5_K's
+    case QuantKind::Int3: return 60;   // Q3_K's (3-bit codes)
     case QuantKind::Int2: return 50;   // Q2_K's (2-bit codes)
     case QuantKind::Int4: return (q.zero_points ? 200 : 100) + (q.f32_params || q.k_superblocks ? 50 : 0) - q.group;
   }
@@ -174,8 +175,12 @@ DecoderModel::DecoderModel(const ModelConfig& c, Backend& be, const WeightStore&
   embed_ = upload(emb);
   const std::string& head = c.tie_word_embeddings ? n.embed : n.lm_head;
   const QuantKind hk = opt.lm_head_quant.kind;
-  const int stored_bits = hk == QuantKind::Int6 ? 6 : hk == QuantKind::Int5 ? 5 : hk == QuantKind::Int2 ? 2 : 0;
-  if (stored_bits && ws.int4_bits(head) == stored_bits) {  // a GGUF's Q6_K / Q5_K / Q2_K head as stored
+  const int stored_bits = hk == QuantKind::Int6   ? 6
+                          : hk == QuantKind::Int5 ? 5
+                          : hk == QuantKind::Int3 ? 3
+                          : hk == QuantKind::Int2 ? 2
+                                                  : 0;
+  if (stored_bits && ws.int4_bits(head) == stored_bits) {  // a GGUF's Q6_K / Q5_K / Q3_K / Q2_K head as stored
     lm_head_ = be_.prepare_linear_int4(*load_vocab_parallel_int4(ws, head, {V, H}, shard.vocab_begin, shard.vocab_rows));
     weight_bytes_ += lm_head_.nbytes();
   } else if (stored_bits) {  // not such a head after all (a tied model with a stored lm_head): int8

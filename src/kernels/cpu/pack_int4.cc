@@ -228,6 +228,7 @@ QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8
   if (w.bits == 5)  // Q5_K (its superblock factors) or Q5_1
     return w.has_superblocks() ? pack_int5_groups(w, pool, alloc) : pack_int5_f32(w, pool, alloc);
   if (w.bits == 2) return pack_int2_groups(w, pool, alloc);  // Q2_K
+  if (w.bits == 3) return pack_int3_groups(w, pool, alloc);  // Q3_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");
   check_input(w);
   if (w.iq4_table) return pack_iq4(w, pool, alloc);

@@ -28,16 +28,21 @@ void check_codes(const Int4Groups& w) {
     NV_CHECK(gi[k] >= 0 && gi[k] < w.G, "int", w.bits, " groups: g_idx[", k, "] = ", gi[k], " outside [0, ", w.G, ")");
 }
 
+// Q6_K's groups (bits 6: codes 0..63, every zero 32) or Q3_K's (bits 3: codes 0..7, every zero 4,
+// sc in [-32, 31]): scale = d x sc per 16 columns, d per 256.
 void check_int6(const Int4Groups& w) {
   // (A tensor-parallel column slice keeps the whole weight's groups: K may be less than 16 G.)
-  NV_CHECK(w.bits == 6 && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 16 == 0,
-           "int6 groups: weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
-           "-bit codes is not Q6_K's groups of 16 in superblocks of 256");
+  const bool q3 = w.bits == 3;
+  const char* form = q3 ? "int3 groups" : "int6 groups";
+  const int zero = q3 ? 4 : 32;
+  NV_CHECK((w.bits == 6 || q3) && w.N > 0 && w.K > 0 && w.G > 0 && w.G % 16 == 0,
+           form, ": weight [", w.N, ", ", w.K, "] in ", w.G, " groups of ", w.bits,
+           "-bit codes is not ", q3 ? "Q3_K" : "Q6_K", "'s groups of 16 in superblocks of 256");
   NV_CHECK(shaped(w.q, DType::U8, {w.N, w.K}) && shaped(w.scales, DType::F32, {w.N, w.G}) &&
                shaped(w.zeros, DType::U8, {w.N, w.G}) && shaped(w.d, DType::F32, {w.N, w.G / 16}) &&
                shaped(w.sub_scale, DType::U8, {w.N, w.G}) && shaped(w.g_idx, DType::I32, {w.K}) &&
                !w.has_mins(),
-           "int6 groups: q ", w.q.str(), " scales ", w.scales.str(), " zeros ", w.zeros.str(), " d ",
+           form, ": q ", w.q.str(), " scales ", w.scales.str(), " zeros ", w.zeros.str(), " d ",
            w.d.str(), " sc ", w.sub_scale.str(), " g_idx ", w.g_idx.str(), " do not match [", w.N, ", ",
            w.K, "] in ", w.G, " groups");
   check_codes(w);
@@ -47,9 +52,10 @@ void check_int6(const Int4Groups& w) {
     for (int64_t g = 0; g < w.G; ++g) {
       const int64_t i = n * w.G + g;
       const float dv = d[n * (w.G / 16) + g / 16];
-      NV_CHECK(w.zeros.data<uint8_t>()[i] == 32 && f16_value(dv) &&
+      NV_CHECK(w.zeros.data<uint8_t>()[i] == zero && f16_value(dv) &&
+                   (!q3 || (int8_t(sc[i]) >= -32 && int8_t(sc[i]) < 32)) &&
                    same_value(dv * float(int8_t(sc[i])), w.scales.data<float>()[i]),
-               "int6 groups: row ", n, " group ", g, ": zero ", int(w.zeros.data<uint8_t>()[i]), ", factors ",
+               form, ": row ", n, " group ", g, ": zero ", int(w.zeros.data<uint8_t>()[i]), ", factors ",
                dv, " x ", int(int8_t(sc[i])), " do not give its scale ", w.scales.data<float>()[i]);
     }
 }
@@ -167,6 +173,7 @@ QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8
 }
 
 QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  NV_CHECK_EQ(w.bits, 6, "pack_int6_groups");
   check_int6(w);
   const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
   const uint8_t* q = w.q.data<uint8_t>();
@@ -197,6 +204,52 @@ QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8
             for (int j = 0; j < 4; ++j) {  // the codes of k 12-15: 2 bits in each line's top
               const int c = code(16 * u + 12 + j);
               for (int i = 0; i < 3; ++i) lines[64 * i + 4 * r + j] |= uint8_t(((c >> (2 * i)) & 3) << 6);
+            }
+          }
+        }
+      }
+    }
+  }, grain_for_work(R * Kg, int64_t(1) << 16));
+  return qw;
+}
+
+QuantizedWeight pack_int3_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  NV_CHECK_EQ(w.bits, 3, "pack_int3_groups");
+  check_int6(w);
+  const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
+  const uint8_t* q = w.q.data<uint8_t>();
+  const SuperblockPlan plan = plan_columns(w, 16);
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int3-g16-k"), alloc);
+  const int64_t nsb = plan.nsb, Kg = 256 * nsb, dbytes = QuantScheme::int6_d_bytes(nsb);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, SB = QuantScheme::kInt3SuperblockBytes;
+  const float* d = w.d.data<float>();
+  const uint8_t* sc = w.sub_scale.data<uint8_t>();
+  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
+      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: d 0, codes 0
+      uint16_t* dt = reinterpret_cast<uint16_t*>(blk);
+      for (int64_t s = 0; s < nsb; ++s) {
+        uint8_t* sb = blk + dbytes + s * SB;
+        const int64_t src = plan.ss0 + s;  // the source superblock
+        const int32_t* cols = plan.act_index.data() + 256 * s;
+        for (int64_t r = 0; r < R && b * R + r < N; ++r) {
+          const int64_t n = b * R + r;
+          dt[16 * s + r] = f32_to_f16(d[n * S + src]);
+          for (int64_t u = 0; u < 16; ++u) {
+            sb[1536 + 16 * u + r] = sc[n * G + 16 * src + u];
+            for (int e = 0; e < 16; ++e) {
+              const int32_t col = cols[16 * u + e];
+              const int c = col >= 0 ? q[n * K + col] : 4;  // a zero column: code 4 (its activation is 0 too)
+              const int64_t j = 4 * r + e % 4;
+              uint8_t* rec = sb + 192 * (u / 2);  // kernels/quantized.h: int3-g16-k, lines A B C
+              const int v = int(4 * (u % 2) + e / 4);
+              if (v == 2 || v == 5) {  // bits 0-1 at 6-7 of A (B), bit 2 at bit 6 (7) of C
+                rec[64 * (v / 3) + j] |= uint8_t((c & 3) << 6);
+                rec[128 + j] |= uint8_t((c >> 2) << (v == 2 ? 6 : 7));
+              } else {  // v = 0 1 | 3 4 | 6 7: line v / 3 at bits 3 (v % 3)
+                rec[64 * (v / 3) + j] |= uint8_t(c << (3 * (v % 3)));
+              }
             }
           }
         }

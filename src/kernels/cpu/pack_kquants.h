@@ -5,6 +5,9 @@
 //   [-32, 31]: exact again).
 // - Q5_K (bits 5) -> int5-g32-zp-k: Q4_K's scheme (pack_int4.h) with 5-bit codes; scale x q is
 //   exact and + min rounds once, as in ggml.
+// - Q3_K (bits 3) -> int3-g16-k: the file's 3-bit codes (zero 4), its 6-bit sc (as i8) and f16 d
+//   as they are (3.5625 bits per weight; the file's 3.4375). Every weight dequantizes
+//   bit-identically, as Q6_K's.
 // - Q2_K (bits 2) -> int2-g16-zp-k: the file's 2-bit codes, 4-bit sc / m per 16 and f16 d / dmin
 //   per 256 as they are (2.625 bits per weight, as the file); d x sc x q exact, - dmin x m rounds
 //   once, as in ggml.
@@ -19,10 +22,11 @@
 
 namespace nanovllm::cpu {
 
-// Throw for malformed input: shapes and dtypes, codes past 63 / 31 / 3, zeros other than 32, factors
+// Throw for malformed input: shapes and dtypes, codes past 63 / 31 / 7 / 3, zeros other than 32 (4), factors
 // that do not give the scales (and mins), a d (dmin) that is not an f16 value.
 QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
+QuantizedWeight pack_int3_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc = nullptr);
 
 // The layout of `scheme` for a repack whose kernel column j reads input column act_index[j]

@@ -78,11 +78,12 @@ void gather_columns(const float* x, int64_t M, int64_t Kx, const int32_t* idx, i
 QActs quantize_activations(const float* x, int64_t M, int64_t K, const QWeightView& w,
                            bool offset128, ActBuffers& b, ThreadPool& pool) {
   const int64_t Kp = w.Kp;
-  // int4 / int5 / int6 / int2 codes are the unsigned operand: they take signed activations.
+  // int4 / int5 / int6 / int3 / int2 codes are the unsigned operand: they take signed activations.
   const bool int4 = w.kind == QuantKind::Int4 || w.kind == QuantKind::Int5 || w.kind == QuantKind::Int6 ||
-                    w.kind == QuantKind::Int2;
+                    w.kind == QuantKind::Int3 || w.kind == QuantKind::Int2;
   const bool offset = offset128 && !int4;
-  const int g = w.group, zero = w.kind == QuantKind::Int6 ? -32 : w.nl_table ? 128 : 8;  // see QActs::gsum8
+  const int g = w.group;
+  const int zero = w.kind == QuantKind::Int6 ? -32 : w.kind == QuantKind::Int3 ? -4 : w.nl_table ? 128 : 8;  // see QActs::gsum8
   const int64_t ng = int4 ? Kp / g : 0;
   b.x.resize(size_t(M * Kp));
   b.sx.resize(size_t(M));
@@ -180,6 +181,26 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
             const float sc = f16_to_f32(dd[r]) * float(scm & 15), mn = f16_to_f32(dd[16 + r]) * float(scm >> 4);
             acc = std::fma(float(d), sc, acc);
             acc = std::fma(a.gsumf[m * ng + gi], -mn, acc);
+          }
+          out[m * ldo + n] = acc * a.sx[m];
+          continue;
+        }
+        if (w.kind == QuantKind::Int3) {  // per superblock: the integer sum of (dot - 4 x sum of x8) x sc, times d
+          const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+          const uint8_t* sbs = blk + QuantScheme::int6_d_bytes(Kp / 256);
+          const int64_t ng = Kp / 16;
+          float acc = 0.f;
+          for (int64_t s = 0; s < Kp / 256; ++s) {
+            const uint8_t* sb = sbs + s * QuantScheme::kInt3SuperblockBytes;
+            int32_t isum = 0;  // |isum| <= 16 x 8128 x 32 < 2^24: exact as f32
+            for (int u = 0; u < 16; ++u) {
+              const int64_t gi = 16 * s + u;
+              int32_t d = 0;
+              for (int e = 0; e < 16; ++e) d += int3_code(sb, u, r, e) * x[gi * 16 + e];
+              d += a.gsum8[m * ng + gi];  // -4 x the group's sum of x8
+              isum += d * int8_t(sb[1536 + 16 * u + r]);
+            }
+            acc = std::fma(float(isum), f16_to_f32(dt[16 * s + r]), acc);
           }
           out[m * ldo + n] = acc * a.sx[m];
           continue;
@@ -317,6 +338,9 @@ QJob prepare_job(const float* xp, int64_t M, const QuantizedWeight& w, float* op
              : isa == QIsa::AvxVnni  ? qrows_avx_vnni
              : isa == QIsa::Avx2     ? qrows_avx2
                                      : qrows_scalar;
+  // int3-g16-k has one SIMD kernel, the AVX2 one (every VNNI level here has AVX2): its codes
+  // take signed activations on every kernel, so no activation form changes with it.
+  if (w.scheme.kind == QuantKind::Int3 && isa != QIsa::Scalar) j.kernel = qrows_avx2;
   j.wv = view_of(w);
   const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
   if (w.act_index.defined()) {  // repacked GPTQ act-order / cut groups: x's columns in kernel order

@@ -569,6 +569,89 @@ void int2k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
   }
 }
 
+// int3-g16-k (qgemm.cc runs it on every x86 SIMD level): one record of 3 lines A B C per pair of
+// groups, read in order (kernels/quantized.h). Six of a record's eight code vectors are a shift
+// and a mask; vectors 2 and 5 join 2 bits of A (B) with a bit of C. (16-bit shifts: each mask
+// keeps bits of the byte's own.)
+inline void int3_unpack(__m256i A, __m256i B, __m256i C, __m256i* q) {
+  const __m256i m3 = _mm256_set1_epi8(0x03), m4 = _mm256_set1_epi8(0x04), m7 = _mm256_set1_epi8(0x07);
+  q[0] = _mm256_and_si256(A, m7);
+  q[1] = _mm256_and_si256(_mm256_srli_epi16(A, 3), m7);
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 6), m3), _mm256_and_si256(_mm256_srli_epi16(C, 4), m4));
+  q[3] = _mm256_and_si256(B, m7);
+  q[4] = _mm256_and_si256(_mm256_srli_epi16(B, 3), m7);
+  q[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 6), m3), _mm256_and_si256(_mm256_srli_epi16(C, 5), m4));
+  q[6] = _mm256_and_si256(C, m7);
+  q[7] = _mm256_and_si256(_mm256_srli_epi16(C, 3), m7);
+}
+
+// The sums are integers up to the superblock (qrows_scalar's order). Each 32-bit lane of a
+// pmaddubsw sum holds a row's two 16-bit halves of a group's dot, each at most 8 * 7 * 127 =
+// 7112; -4 x the group's x8 sum (gsum8, at most 8128) joins the low half, and one pmaddwd against
+// (sc, sc) gives (dot - 4 sum) x sc in 32 bits: the group's widening and its scale in one
+// instruction. A superblock's 16 such terms (at most 16 * 8128 * 32 < 2^24) are exact as f32, times
+// d in one fma. (Plain AVX2 instructions in the VNNI build too, where NV_QENTRY forwards int3 to
+// qrows_avx2 anyway.)
+template <int MB, int HB>
+void int3k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
+                int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt3SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256, dbytes = QuantScheme::int6_d_bytes(nsb);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    for (int h0 = 0; h0 < 2; h0 += HB) {  // rows 8 h0 .. 8 (h0 + HB) - 1 of the block
+      __m256 facc[HB][MB];
+      for (int hh = 0; hh < HB; ++hh)
+        for (int m = 0; m < MB; ++m) facc[hh][m] = _mm256_setzero_ps();
+      for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t* sb = blk + dbytes + s * SB;
+        __m256i isum[HB][MB];
+        for (int hh = 0; hh < HB; ++hh)
+          for (int m = 0; m < MB; ++m) isum[hh][m] = _mm256_setzero_si256();
+        for (int p = 0; p < 8; ++p) {  // groups 2p, 2p + 1
+          const uint8_t* rec = sb + 192 * p;
+          for (int hh = 0; hh < HB; ++hh) {
+            const int o = 32 * (h0 + hh);
+            __m256i q[8];
+            int3_unpack(load256(rec + o), load256(rec + 64 + o), load256(rec + 128 + o), q);
+            for (int odd = 0; odd < 2; ++odd) {
+              const int u = 2 * p + odd;
+              const int64_t gi = s * 16 + u;
+              const uint8_t* xg = a.x + gi * G;
+              const __m256i sc32 = _mm256_cvtepi8_epi32(
+                  _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sb + 1536 + 16 * u + 8 * (h0 + hh))));
+              const __m256i sc16 = _mm256_blend_epi16(sc32, _mm256_slli_epi32(sc32, 16), 0xAA);  // (sc, sc)
+              const __m256i* qg = q + 4 * odd;
+              for (int m = 0; m < MB; ++m) {
+                const uint8_t* xm = xg + m * Kp;
+                const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(qg[0], bcast4(xm)),
+                                                     _mm256_maddubs_epi16(qg[1], bcast4(xm + 4)));
+                const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(qg[2], bcast4(xm + 8)),
+                                                     _mm256_maddubs_epi16(qg[3], bcast4(xm + 12)));
+                const __m256i g = _mm256_set1_epi32(a.gsum8[m * ng + gi] & 0xFFFF);  // in the low half
+                const __m256i d = _mm256_add_epi16(_mm256_add_epi16(s01, s23), g);
+                isum[hh][m] = _mm256_add_epi32(isum[hh][m], _mm256_madd_epi16(d, sc16));
+              }
+            }
+          }
+        }
+        for (int hh = 0; hh < HB; ++hh) {
+          const __m256 dv =
+              _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dt + 16 * s + 8 * (h0 + hh))));
+          for (int m = 0; m < MB; ++m)
+            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[hh][m]), dv, facc[hh][m]);
+        }
+      }
+      for (int hh = 0; hh < HB; ++hh) {
+        const int64_t n0 = 16 * b + 8 * (h0 + hh);
+        for (int m = 0; m < MB; ++m)
+          store_half(out + m * ldo + n0, _mm256_mul_ps(facc[hh][m], _mm256_set1_ps(a.sx[m])), n0, w.N);
+      }
+    }
+  }
+}
+
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
             int64_t ldo) {
@@ -577,6 +660,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   if (w.kind == QuantKind::Int5)
     return w.k_superblocks ? int5k_rows<MB, HB>(w, a, b0, b1, out, ldo) : int5f_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int2) return int2k_rows<MB, HB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int3) return int3k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB, HB>(w, a, b0, b1, out, ldo) : int8_rows<MB, HB>(w, a, b0, b1, out, ldo);
@@ -593,6 +677,9 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
 
 void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                int64_t ldo) {
+#if NV_QVNNI
+  if (w.kind == QuantKind::Int3) return qrows_avx2(w, a, M, b0, b1, out, ldo);  // the tested build of its kernel
+#endif
   switch (M) {
     case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
     case 2: return rows_m<2>(w, a, b0, b1, out, ldo);

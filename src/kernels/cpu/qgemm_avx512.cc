@@ -638,6 +638,7 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
 
 void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
                        float* out, int64_t ldo) {
+  if (w.kind == QuantKind::Int3) return qrows_avx2(w, a, M, b0, b1, out, ldo);  // its one SIMD kernel
   switch (M) {
     case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
     case 2: return rows_m<2>(w, a, b0, b1, out, ldo);

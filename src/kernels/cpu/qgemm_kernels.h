@@ -4,7 +4,7 @@
 // Every kernel computes, for the M (<= kQMaxRows) activation rows of `a` and the 16-row weight
 // blocks [b0, b1) (kernels/quantized.h: layout):
 //   out[m * ldo + n] = sx[m] * sum_k x8[m, k] * w_dequantized[n, k],  n < N
-// with exact integer dot products (per int4 / int5 / int6 / int2 / int8-g32 group, per int8 row) and f32 scaling. A block's 16
+// with exact integer dot products (per int4 / int5 / int6 / int3 / int2 / int8-g32 group, per int8 row) and f32 scaling. A block's 16
 // rows are the 16 lanes of a vector, so each output is stored once, 16 at a time.
 #pragma once
 #include <cstdint>
@@ -28,7 +28,7 @@ inline constexpr std::array<uint8_t, 16> kIq4nlPlus128 = [] {
 // The weight as plain pointers (no library code runs inside the ISA-specific files).
 struct QWeightView {
   QuantKind kind = QuantKind::None;
-  int group = 0;  // int4: 32 / 64; int8: 0 (per row) or 32 (int8-g32); int5: 32; int6, int2: 16
+  int group = 0;  // int4: 32 / 64; int8: 0 (per row) or 32 (int8-g32); int5: 32; int6, int3, int2: 16
   bool zero_points = false;
   bool f32_params = false;     // int4-g32-zp with f32 scale and min (kernels/quantized.h)
   bool k_superblocks = false;  // int4-g32-zp with Q4_K's two-level scale and min (same)
@@ -46,7 +46,7 @@ struct QActs {
   int64_t Kp = 0;
   bool offset128 = false;
   const float* sx = nullptr;       // [M] per-row scale: x ~ sx * x8
-  // int4 symmetric: 8 * sum of x8 over each group [M, Kp/g]; int6: -32 * that sum (where its
+  // int4 symmetric: 8 * sum of x8 over each group [M, Kp/g]; int6: -32 * that sum, int3: -4 * it (where their
   // kernels start each group's dot chain: one broadcast load, no negation in the loop);
   // int4-g32-nl: 128 * that sum (the VNNI kernels take table value + 128 as the unsigned operand)
   const int32_t* gsum8 = nullptr;
@@ -61,6 +61,7 @@ using QKernel = void (*)(const QWeightView& w, const QActs& a, int M, int64_t b0
 // by 128 (the vpdpbusd u8 x s8 form); the others signed.
 void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                   int64_t ldo);
+// (int3-g16-k runs on qrows_avx2 on every x86 SIMD level: the VNNI ones have no int3 kernel.)
 void qrows_avx2(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                 int64_t ldo);
 void qrows_avx_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,

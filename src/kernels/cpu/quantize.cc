@@ -227,11 +227,13 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
              " K = ", K);
     q.Kp = K;
     q.block_bytes = K / 256 * QuantScheme::kInt2SuperblockBytes;
-  } else if (scheme.kind == QuantKind::Int6) {
-    NV_CHECK(scheme.group == 16 && scheme.k_superblocks && K % 256 == 0,
-             "int6 needs group 16 in superblocks and K a multiple of 256, got ", scheme.str(), " K = ", K);
+  } else if (scheme.kind == QuantKind::Int6 || scheme.kind == QuantKind::Int3) {
+    const bool i3 = scheme.kind == QuantKind::Int3;
+    NV_CHECK(scheme.group == 16 && scheme.k_superblocks && !scheme.zero_points && K % 256 == 0, i3 ? "int3" : "int6",
+             " needs group 16 in superblocks and K a multiple of 256, got ", scheme.str(), " K = ", K);
     q.Kp = K;
-    q.block_bytes = QuantScheme::int6_d_bytes(K / 256) + K / 256 * QuantScheme::kInt6SuperblockBytes;
+    q.block_bytes = QuantScheme::int6_d_bytes(K / 256) +
+                    K / 256 * (i3 ? QuantScheme::kInt3SuperblockBytes : QuantScheme::kInt6SuperblockBytes);
   } else {
     NV_CHECK(scheme.group == 32 || scheme.group == 64, "int4 group must be 32 or 64, got ",
              scheme.group);
@@ -270,6 +272,7 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantScheme& scheme, Thre
            : scheme.kind == QuantKind::Int6 ? "Q6_K"
            : scheme.kind == QuantKind::Int5 ? "Q5_K / Q5_1"
            : scheme.kind == QuantKind::Int2 ? "Q2_K"
+           : scheme.kind == QuantKind::Int3 ? "Q3_K"
                                             : "Q4_K");
   NV_CHECK(w.ndim() == 2, "quantize_weight: a weight must be [N, K], got ", w.str());
   const DType dt = w.dtype();
@@ -347,6 +350,17 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
       const int scm = sb[1024 + 16 * u + r];
       const float sc = f16_to_f32(dd[r]) * float(scm & 15), mn = f16_to_f32(dd[16 + r]) * float(scm >> 4);
       out[k] = sc * float(int2_code(sb + 64 * u, r, int(k % 16))) - mn;
+    }
+    return;
+  }
+  if (q.scheme.kind == QuantKind::Int3) {  // d * sc: an exact f32 product (ggml's dl)
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    const uint8_t* sbs = blk + QuantScheme::int6_d_bytes(q.K / 256);
+    for (int64_t k = 0; k < q.K; ++k) {
+      const uint8_t* sb = sbs + (k / 256) * QuantScheme::kInt3SuperblockBytes;
+      const int u = int((k % 256) / 16);
+      const float sc = f16_to_f32(dt[(k / 256) * 16 + r]) * float(int8_t(sb[1536 + 16 * u + r]));
+      out[k] = sc * float(int3_code(sb, u, r, int(k % 16)) - 4);
     }
     return;
   }

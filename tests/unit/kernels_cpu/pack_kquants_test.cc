@@ -1,5 +1,5 @@
-// ggml's Q6_K, Q5_K, Q2_K and Q5_1 onto the int6-g16-k, int5-g32-zp-k, int2-g16-zp-k and
-// int5-g32-zp-f32 kernels (kernels/cpu/pack_kquants.h, pack_int4.h),
+// ggml's Q6_K, Q5_K, Q3_K, Q2_K and Q5_1 onto the int6-g16-k, int5-g32-zp-k, int3-g16-k,
+// int2-g16-zp-k and int5-g32-zp-f32 kernels (kernels/cpu/pack_kquants.h, pack_int4.h),
 // IQ4_NL / IQ4_XS onto int4-g32-nl (kernels/cpu/pack_int4.h):
 // every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
 // against the f64 product with the int8 activations and against their one summation order,
@@ -23,21 +23,22 @@ namespace {
 
 // Q6_K-shaped groups: codes 0..63, per 16 columns an i8 sub-scale, per 256 an f16 d; every
 // zero 32 and scale = d x sc (the f32 product, as loader/gguf_quants.h unpacks a file).
-Int4Groups random_q6k_groups(int64_t N, int64_t K, uint32_t seed) {
+// bits 3: Q3_K-shaped, codes 0..7, zero 4, sub-scales in [-32, 31].
+Int4Groups random_q6k_groups(int64_t N, int64_t K, uint32_t seed, int bits = 6) {
   std::mt19937 rng(seed);
   Int4Groups w;
-  w.bits = 6;
+  w.bits = bits;
   w.N = N, w.K = K, w.G = K / 16;
   const int64_t S = K / 256;
   w.q = Tensor::empty({N, K}, DType::U8);
   w.scales = Tensor::empty({N, w.G}, DType::F32);
   w.zeros = Tensor::empty({N, w.G}, DType::U8);
-  std::memset(w.zeros.raw(), 32, w.zeros.nbytes());
+  std::memset(w.zeros.raw(), bits == 3 ? 4 : 32, w.zeros.nbytes());
   w.d = Tensor::empty({N, S}, DType::F32);
   w.sub_scale = Tensor::empty({N, w.G}, DType::U8);
   w.g_idx = Tensor::empty({K}, DType::I32);
   for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 16);
-  std::uniform_int_distribution<int> code(0, 63), sc(-128, 127);
+  std::uniform_int_distribution<int> code(0, (1 << bits) - 1), sc(bits == 3 ? -32 : -128, bits == 3 ? 31 : 127);
   std::uniform_real_distribution<float> du(1e-4f, 3e-3f);
   for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(code(rng));
   for (int64_t i = 0; i < N * S; ++i) w.d.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng)));
@@ -109,6 +110,7 @@ Int4Groups random_k_min_groups(int bits, int64_t N, int64_t K, uint32_t seed) {
 }
 Int4Groups random_q5k_groups(int64_t N, int64_t K, uint32_t seed) { return random_k_min_groups(5, N, K, seed); }
 Int4Groups random_q2k_groups(int64_t N, int64_t K, uint32_t seed) { return random_k_min_groups(2, N, K, seed); }
+Int4Groups random_q3k_groups(int64_t N, int64_t K, uint32_t seed) { return random_q6k_groups(N, K, seed, 3); }
 
 // Q5_1-shaped groups: codes 0..31, per 32 columns an f16 scale (d) and min (m), no superblocks.
 Int4Groups random_q51_groups(int64_t N, int64_t K, uint32_t seed) {
@@ -131,13 +133,14 @@ Int4Groups random_q51_groups(int64_t N, int64_t K, uint32_t seed) {
   return w;
 }
 
-// The file's value of weight [n, k]: Q6_K scale x (q - 32), Q5_K / Q2_K scale x q + min (one rounding).
+// The file's value of weight [n, k]: Q6_K scale x (q - 32), Q3_K scale x (q - 4), Q5_K / Q2_K scale x q + min
+// (one rounding).
 float reference(const Int4Groups& w, int64_t n, int64_t k) {
   const int64_t g = n * w.G + w.g_idx.data<int32_t>()[k];
   const int q = w.q.data<uint8_t>()[n * w.K + k];
   if (w.iq4_table) return w.scales.data<float>()[g] * float(kIq4nlTable[q]);
   if (w.bits == 5 || w.bits == 2) return w.scales.data<float>()[g] * float(q) + w.mins.data<float>()[g];
-  return w.scales.data<float>()[g] * float(q - 32);
+  return w.scales.data<float>()[g] * float(q - (w.bits == 3 ? 4 : 32));
 }
 
 // Rows whose every dequantized weight equals the reference bit for bit.
@@ -426,6 +429,108 @@ TEST(PackInt2, RejectsMalformedInput) {
   nomins.dmin = Tensor();
   EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
   EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int2-g16-zp-k"), pool),
+               Error);
+}
+
+TEST(PackInt3, Q3KIsExact) {
+  ThreadPool pool(2);
+  const Int4Groups w = random_q3k_groups(37, 768, 101);
+  const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+  EXPECT_EQ(q.scheme.str(), "int3-g16-k");
+  EXPECT_FALSE(q.act_index.defined());
+  // 3 superblocks: a 128-byte d table (96 bytes padded to 64s), then 3 x (1024 low-bit + 512
+  // third-bit + 256 sc bytes): 3.5625 bits per weight with the d table's padding.
+  EXPECT_EQ(q.block_bytes, 128 + 3 * 1792);
+  // Cuts at a superblock (no gather), inside one and inside a group (whole source superblocks, a
+  // gather with zero columns): every weight the file's, the kernels against the f64 reference.
+  const Int4Groups cut = columns(w, 128, 384);
+  const QuantizedWeight qc = cpu::pack_int4_groups(cut, pool);
+  ASSERT_TRUE(qc.act_index.defined());
+  EXPECT_EQ(qc.K, 512);  // source superblocks 0-1 whole
+  expect_cuts_exact(w, q, pool);
+}
+
+// Every ISA's int3 kernel sums in one order: per superblock, the integer sum over its 16 groups of
+// (dot - 4 x the group's activation sum) x sc, exact; then times d, one f32 fma per superblock in
+// order; times the row's activation scale. Every SIMD level runs int3 on the AVX2 kernel
+// (qgemm.cc): ctest's caps cover scalar and AVX2.
+TEST(PackInt3, KernelsSumInOneOrder) {
+  ThreadPool pool(1);
+  // All sub-scales at the ends of their range too: with x8 at -127 / 127 (extremes) the 16-bit
+  // halves and the 32-bit superblock sums reach their bounds (pmaddubsw's worst case on AVX2).
+  Int4Groups w = random_q3k_groups(21, 512, 102);
+  for (int64_t i = 0; i < 21 * w.G; i += 3) {
+    const int8_t sc = i % 2 ? -32 : 31;
+    w.sub_scale.data<uint8_t>()[i] = uint8_t(sc);
+    w.scales.data<float>()[i] = w.d.data<float>()[(i / w.G) * 2 + (i % w.G) / 16] * float(sc);
+  }
+  const int64_t K = w.K, S = K / 256;
+  expect_one_order(w, cpu::pack_int4_groups(w, pool), 12, true, [&](const std::vector<int32_t>& x8, int64_t n) {
+    float acc = 0.f;
+    for (int64_t s = 0; s < S; ++s) {
+      int32_t isum = 0;
+      for (int64_t g = 16 * s; g < 16 * s + 16; ++g) {
+        int32_t dot = 0, sum = 0;
+        for (int64_t k = 16 * g; k < 16 * g + 16; ++k)
+          dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+        isum += (dot - 4 * sum) * int8_t(w.sub_scale.data<uint8_t>()[n * w.G + g]);
+      }
+      acc = std::fma(float(isum), w.d.data<float>()[n * S + s], acc);
+    }
+    return acc;
+  });
+}
+
+// Each code bit lands where the layout says (kernels/quantized.h: int3_code): a weight whose
+// codes are all 0 but one, moved over every position of a superblock, dequantizes to that one.
+TEST(PackInt3, EveryCodeBitHasItsPlace) {
+  ThreadPool pool(1);
+  Int4Groups w = random_q3k_groups(16, 256, 103);
+  std::vector<float> row(256);
+  for (int64_t r : {0, 5, 15})
+    for (int64_t k = 0; k < 256; ++k)
+      for (int c : {1, 2, 4, 7}) {
+        std::memset(w.q.raw(), 4, w.q.nbytes());  // value 0 everywhere
+        w.q.data<uint8_t>()[r * 256 + k] = uint8_t(c);
+        const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+        for (int64_t n = 0; n < 16; ++n) {
+          cpu::dequantize_row_inputs(q, n, row.data());
+          for (int64_t j = 0; j < 256; ++j)
+            ASSERT_EQ(row[size_t(j)], reference(w, n, j)) << "row " << r << " k " << k << " code " << c;
+        }
+      }
+}
+
+TEST(PackInt3, RejectsMalformedInput) {
+  ThreadPool pool(1);
+  const Int4Groups w = random_q3k_groups(16, 256, 104);
+  auto copy = [](const Tensor& t) {
+    Tensor c = Tensor::empty(t.shape(), t.dtype());
+    std::memcpy(c.raw(), t.raw(), t.nbytes());
+    return c;
+  };
+  Int4Groups code = w;
+  code.q = copy(w.q);
+  code.q.data<uint8_t>()[9] = 8;  // not a 3-bit code
+  EXPECT_THROW(cpu::pack_int4_groups(code, pool), Error);
+  Int4Groups factor = w;  // a sub-scale that does not give its scale
+  factor.sub_scale = copy(w.sub_scale);
+  factor.sub_scale.data<uint8_t>()[3] ^= 1;
+  EXPECT_THROW(cpu::pack_int4_groups(factor, pool), Error);
+  Int4Groups wide = w;  // a sub-scale past 6 bits, though it gives its scale
+  wide.sub_scale = copy(w.sub_scale);
+  wide.scales = copy(w.scales);
+  wide.sub_scale.data<uint8_t>()[5] = uint8_t(int8_t(-33));
+  wide.scales.data<float>()[5] = w.d.data<float>()[0] * -33.f;
+  EXPECT_THROW(cpu::pack_int4_groups(wide, pool), Error);
+  Int4Groups zero = w;  // Q6_K's zero on 3-bit codes
+  zero.zeros = copy(w.zeros);
+  zero.zeros.data<uint8_t>()[0] = 32;
+  EXPECT_THROW(cpu::pack_int4_groups(zero, pool), Error);
+  Int4Groups nod = w;
+  nod.d = Tensor();
+  EXPECT_THROW(cpu::pack_int4_groups(nod, pool), Error);
+  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int3-g16-k"), pool),
                Error);
 }
 

@@ -378,8 +378,8 @@ TEST(GgufQuants, Q6_KUnpackIsDequantizeRow) {
   for (int g = 0; g < n / 16; ++g) EXPECT_EQ(d[size_t(g / 16)] * float(int8_t(sc[size_t(g)])), scale[size_t(g)]) << g;
 }
 
-// Q3_K in Q6_K's form (the int6-g16-k kernels): codes v + 32 for its 3-bit values v in [-4, 3],
-// its signed 6-bit scales as i8, its d: dequantize_row equal bit for bit, element k at q[k].
+// Q3_K as 3-bit codes (the int3-g16-k kernels): codes v + 4 for its values v in [-4, 3], its
+// signed 6-bit scales as i8, its d: dequantize_row equal bit for bit, element k at q[k].
 TEST(GgufQuants, Q3_KUnpackIsDequantizeRow) {
   uint32_t x = 4242;
   auto rnd = [&] { return x = x * 1664525u + 1013904223u, x >> 8; };
@@ -394,10 +394,9 @@ TEST(GgufQuants, Q3_KUnpackIsDequantizeRow) {
   unpack_row_q3_k(b.data(), n, q.data(), scale.data(), d.data(), sc.data());
   int seen_lo = 0, seen_hi = 0;
   for (int k = 0; k < n; ++k) {
-    ASSERT_GE(q[size_t(k)], 28);
-    ASSERT_LE(q[size_t(k)], 35);
-    seen_lo += q[size_t(k)] == 28, seen_hi += q[size_t(k)] == 35;
-    EXPECT_EQ(scale[size_t(k / 16)] * float(int(q[size_t(k)]) - 32), ref[size_t(k)]) << k;
+    ASSERT_LE(q[size_t(k)], 7);
+    seen_lo += q[size_t(k)] == 0, seen_hi += q[size_t(k)] == 7;
+    EXPECT_EQ(scale[size_t(k / 16)] * float(int(q[size_t(k)]) - 4), ref[size_t(k)]) << k;
   }
   EXPECT_GT(seen_lo, 0);  // both ends of the 3-bit range occur in random bytes
   EXPECT_GT(seen_hi, 0);

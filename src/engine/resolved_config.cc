@@ -34,8 +34,8 @@ ResolvedConfig resolve(const Config& config) {
     r.checkpoint_quant = qc->method;
     r.checkpoint_int4 = c.quantization == "auto" && r.device == Device::CPU;
   }
-  // auto: a GGUF head in Q6_K / Q5_K runs as stored (int6-g16-k / int5-g32-zp-k, on the CPU under
-  // auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
+  // auto: a GGUF head in Q6_K / Q5_K / Q5_1 / Q3_K / Q2_K runs as stored (int6-g16-k / int5-g32-zp-k /
+  // int5-g32-zp-f32 / int3-g16-k / int2-g16-zp-k, on the CPU under auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
   const QuantScheme stored_head = c.quantization == "auto" && r.device == Device::CPU

@@ -152,7 +152,7 @@ struct QuantizedWeight {
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
     if (scheme.kind == QuantKind::Int5) return scheme.k_superblocks ? 320 : 448;  // 4 nibble lines + 1 bit line (+ f32 params)
     if (scheme.kind == QuantKind::Int2) return 64;   // 1 line of 2-bit codes
-    if (scheme.kind == QuantKind::Int3) return 96;   // 1 line of low bits, half a line of third bits
+    if (scheme.kind == QuantKind::Int3) return 96;   // half a record of 3 lines per pair of groups
     if (scheme.k_superblocks) return 8 * scheme.group;
     if (scheme.f32_params) return 8 * scheme.group + 128;
     if (scheme.nl_table) return 8 * scheme.group + 64;

@@ -41,7 +41,7 @@ class WeightStore {
   // A weight the int4 / int5 / int6 kernels can hold as stored: a GPTQ / AWQ module's X.weight,
   // or a GGUF Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS tensor (GgufCheckpoint::has_int4).
   bool has_int4(const std::string& name) const;
-  // Its codes' width: 4 (GPTQ / AWQ, Q4_K, IQ4), 5 (Q5_K, Q5_1), 6 (Q6_K, Q3_K), 2 (Q2_K: Int4Groups::bits), 0 when not has_int4.
+  // Its codes' width: 4 (GPTQ / AWQ, Q4_K, IQ4), 5 (Q5_K, Q5_1), 6 (Q6_K), 3 (Q3_K), 2 (Q2_K: Int4Groups::bits), 0 when not has_int4.
   int int4_bits(const std::string& name) const;
   // Whether its codes index ggml's IQ4_NL table (Int4Groups::iq4_table).
   bool int4_table(const std::string& name) const;

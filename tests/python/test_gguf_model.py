@@ -307,6 +307,34 @@ def test_fused_parts_of_different_forms_run_as_stored(qwen_small, tmp_path, monk
     assert rel_err(auto, exact) < 1.04 * rel_err(auto4, exact4), (rel_err(auto, exact), rel_err(auto4, exact4))
 
 
+def test_q3_k_head_and_parts_run_as_stored(qwen_small, tmp_path, monkeypatch):
+    """A Q3_K file's tied token_embd (its LM head) runs as stored (int3-g16-k): auto picks it, the
+    engine reports it settled and takes it back as input. And a fused q / k / v of Q3_K q / k with a
+    Q6_K v runs each part as stored (a composite weight): against the all-Q3_K file the weights
+    differ by exactly v's int6-g16-k layout against its int3-g16-k one in every layer."""
+    cfg = json.load(open(os.path.join(qwen_small, "config.json")))
+    L, H = cfg["num_hidden_layers"], cfg["hidden_size"]
+    nv = cfg["num_key_value_heads"] * cfg.get("head_dim", H // cfg["num_attention_heads"])
+    blocks, sb = -(-nv // 16), H // 256  # 16-row blocks, 256-column superblocks
+    dtable = -(-sb * 32 // 64) * 64  # the f16 d of each superblock, padded to 64 bytes
+    int3, int6 = blocks * (dtable + sb * 1792), blocks * (dtable + sb * 3328)
+    g = tmp_path / "qwen3-Q3_K.gguf"
+    types = gguf_ref.model_to_gguf(qwen_small, str(g), "Q3_K")
+    assert types["token_embd.weight"] == "Q3_K", types
+    info = json.loads(run_cli("gguf-info", g, "--json"))
+    assert info["lm_head_auto"] == "int3-g16-k"
+    kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=16, **KW)
+    assert LLM(str(g), **kw).config.lm_head_quantization == "int3-g16-k"
+    out = greedy(LLM(str(g), lm_head_quantization="int3-g16-k", **kw), PROMPTS[:1], max_tokens=4)
+    assert len(out[0]["token_ids"]) == 4
+    with pytest.raises(Exception, match="keeps a GGUF's Q3_K LM head as stored"):
+        LLM(qwen_small, lm_head_quantization="int3-g16-k", **kw)
+    override_type(monkeypatch, "attn_v.weight", "Q6_K")
+    g6 = tmp_path / "qwen3-Q3_K-v6.gguf"
+    assert gguf_ref.model_to_gguf(qwen_small, str(g6), "Q3_K")["blk.0.attn_v.weight"] == "Q6_K"
+    assert bench_weight_bytes(g6) - bench_weight_bytes(g) == L * (int6 - int3)
+
+
 def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
     """The same per-tensor rule for a Qwen3-MoE file's stacked experts: a Q4_0 file whose
     ffn_down_exps are Q8_0 runs the down experts as int8-g32 and the rest as int4-g32, closer to the

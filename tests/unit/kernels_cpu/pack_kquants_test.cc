@@ -438,8 +438,8 @@ TEST(PackInt3, Q3KIsExact) {
   const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
   EXPECT_EQ(q.scheme.str(), "int3-g16-k");
   EXPECT_FALSE(q.act_index.defined());
-  // 3 superblocks: a 128-byte d table (96 bytes padded to 64s), then 3 x (1024 low-bit + 512
-  // third-bit + 256 sc bytes): 3.5625 bits per weight with the d table's padding.
+  // 3 superblocks: a 128-byte d table (96 bytes padded to 64s), then 3 x (8 records of 192 code
+  // bytes + 256 sc bytes): 3.5625 bits per weight with the d table's padding.
   EXPECT_EQ(q.block_bytes, 128 + 3 * 1792);
   // Cuts at a superblock (no gather), inside one and inside a group (whole source superblocks, a
   // gather with zero columns): every weight the file's, the kernels against the f64 reference.
@@ -456,8 +456,8 @@ TEST(PackInt3, Q3KIsExact) {
 // (qgemm.cc): ctest's caps cover scalar and AVX2.
 TEST(PackInt3, KernelsSumInOneOrder) {
   ThreadPool pool(1);
-  // All sub-scales at the ends of their range too: with x8 at -127 / 127 (extremes) the 16-bit
-  // halves and the 32-bit superblock sums reach their bounds (pmaddubsw's worst case on AVX2).
+  // Some sub-scales at the ends of their range too, and one row of x8 at -127 / 127 (extremes).
+  // The bounds themselves: PackInt3.SumsAtTheirBounds.
   Int4Groups w = random_q3k_groups(21, 512, 102);
   for (int64_t i = 0; i < 21 * w.G; i += 3) {
     const int8_t sc = i % 2 ? -32 : 31;
@@ -479,6 +479,40 @@ TEST(PackInt3, KernelsSumInOneOrder) {
     }
     return acc;
   });
+}
+
+// The kernels' integer bounds reached (qgemm_avx2_body.h: int3k_rows): every code 0 (value -4)
+// or 7 (value 3), every sub-scale -32, every x8 127 (or -127). Codes 0: a group's low 16-bit half
+// is -4 x 16 x 127 = -8,128 and the superblock sum 16 x 8,128 x 32 = 4,161,536; codes 7: the
+// halves are 7,112 - 8,128 and 7,112. Every output must equal that exact integer times d per
+// superblock, times the row's scale.
+TEST(PackInt3, SumsAtTheirBounds) {
+  ThreadPool pool(1);
+  for (int code : {0, 7})
+    for (float xv : {1.f, -1.f}) {
+      Int4Groups w = random_q3k_groups(16, 512, 105);
+      std::memset(w.q.raw(), code, w.q.nbytes());
+      for (int64_t i = 0; i < 16 * w.G; ++i) {
+        w.sub_scale.data<uint8_t>()[i] = uint8_t(int8_t(-32));
+        w.scales.data<float>()[i] = w.d.data<float>()[(i / w.G) * 2 + (i % w.G) / 16] * -32.f;
+      }
+      const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+      for (int64_t M : {1, 5}) {
+        Tensor x = Tensor::empty({M, w.K}, DType::F32), y = Tensor::empty({M, w.N}, DType::F32);
+        for (int64_t i = 0; i < M * w.K; ++i) x.data<float>()[i] = xv;
+        cpu::quantized_linear(x, q, nullptr, y, pool);
+        std::vector<uint8_t> x8(size_t(w.K));
+        const float sx = cpu::quantize_row_s8(x.data<float>(), w.K, x8.data(), false);
+        ASSERT_EQ(int8_t(x8[0]), xv > 0 ? 127 : -127);
+        for (int64_t n = 0; n < w.N; ++n) {
+          float acc = 0.f;
+          for (int64_t s = 0; s < 2; ++s)
+            acc = std::fma(float(256 * (code - 4) * -32 * int8_t(x8[0])), w.d.data<float>()[n * 2 + s], acc);
+          for (int64_t m = 0; m < M; ++m)
+            ASSERT_EQ(y.data<float>()[m * w.N + n], acc * sx) << "code " << code << " x " << xv << " n " << n;
+        }
+      }
+    }
 }
 
 // Each code bit lands where the layout says (kernels/quantized.h: int3_code): a weight whose

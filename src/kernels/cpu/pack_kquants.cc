@@ -172,15 +172,22 @@ QuantizedWeight pack_int2_groups(const Int4Groups& w, ThreadPool& pool, const U8
   return qw;
 }
 
-QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
-  NV_CHECK_EQ(w.bits, 6, "pack_int6_groups");
+namespace {
+
+// Q6_K's and Q3_K's forms (kernels/quantized.h: int6-g16-k, int3-g16-k): the rows' f16 d of each
+// superblock in a table at the block's start, then per superblock the groups' codes, which
+// put(sb, u, r, codes) places for group u of row r, and the 16 x 16 i8 sc at sc_at. A zero column
+// (act_index -1) gets zero_code: a zero weight (its activation is 0 anyway).
+template <class Put>
+QuantizedWeight pack_d_sc_groups(const Int4Groups& w, const char* scheme, int64_t SB, int64_t sc_at, uint8_t zero_code,
+                                 ThreadPool& pool, const U8Allocator& alloc, Put put) {
   check_int6(w);
   const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
   const uint8_t* q = w.q.data<uint8_t>();
   const SuperblockPlan plan = plan_columns(w, 16);
-  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int6-g16-k"), alloc);
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme(scheme), alloc);
   const int64_t nsb = plan.nsb, Kg = 256 * nsb, dbytes = QuantScheme::int6_d_bytes(nsb);
-  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, SB = QuantScheme::kInt6SuperblockBytes;
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R;
   const float* d = w.d.data<float>();
   const uint8_t* sc = w.sub_scale.data<uint8_t>();
   pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
@@ -195,16 +202,14 @@ QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8
         for (int64_t r = 0; r < R && b * R + r < N; ++r) {
           const int64_t n = b * R + r;
           dt[16 * s + r] = f32_to_f16(d[n * S + src]);
-          // A zero column's code: 32 (a zero weight; its activation is 0 anyway).
-          auto code = [&](int64_t c) { return cols[c] >= 0 ? q[n * K + cols[c]] : uint8_t(32); };
-          for (int64_t u = 0; u < 16; ++u) {
-            sb[3072 + 16 * u + r] = sc[n * G + 16 * src + u];
-            uint8_t* lines = sb + 192 * u;
-            for (int e = 0; e < 12; ++e) lines[64 * (e / 4) + 4 * r + e % 4] = code(16 * u + e);
-            for (int j = 0; j < 4; ++j) {  // the codes of k 12-15: 2 bits in each line's top
-              const int c = code(16 * u + 12 + j);
-              for (int i = 0; i < 3; ++i) lines[64 * i + 4 * r + j] |= uint8_t(((c >> (2 * i)) & 3) << 6);
+          for (int u = 0; u < 16; ++u) {
+            sb[sc_at + 16 * u + r] = sc[n * G + 16 * src + u];
+            uint8_t codes[16];
+            for (int e = 0; e < 16; ++e) {
+              const int32_t col = cols[16 * u + e];
+              codes[e] = col >= 0 ? q[n * K + col] : zero_code;
             }
+            put(sb, u, r, codes);
           }
         }
       }
@@ -213,50 +218,36 @@ QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8
   return qw;
 }
 
+}  // namespace
+
+QuantizedWeight pack_int6_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+  NV_CHECK_EQ(w.bits, 6, "pack_int6_groups");
+  return pack_d_sc_groups(w, "int6-g16-k", QuantScheme::kInt6SuperblockBytes, 3072, 32, pool, alloc,
+                          [](uint8_t* sb, int u, int64_t r, const uint8_t* c) {
+                            uint8_t* lines = sb + 192 * u;  // P0 P1 P2
+                            for (int e = 0; e < 12; ++e) lines[64 * (e / 4) + 4 * r + e % 4] = c[e];
+                            for (int j = 0; j < 4; ++j)  // the codes of k 12-15: 2 bits in each line's top
+                              for (int i = 0; i < 3; ++i)
+                                lines[64 * i + 4 * r + j] |= uint8_t(((c[12 + j] >> (2 * i)) & 3) << 6);
+                          });
+}
+
 QuantizedWeight pack_int3_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   NV_CHECK_EQ(w.bits, 3, "pack_int3_groups");
-  check_int6(w);
-  const int64_t N = w.N, K = w.K, G = w.G, S = G / 16;
-  const uint8_t* q = w.q.data<uint8_t>();
-  const SuperblockPlan plan = plan_columns(w, 16);
-  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int3-g16-k"), alloc);
-  const int64_t nsb = plan.nsb, Kg = 256 * nsb, dbytes = QuantScheme::int6_d_bytes(nsb);
-  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, SB = QuantScheme::kInt3SuperblockBytes;
-  const float* d = w.d.data<float>();
-  const uint8_t* sc = w.sub_scale.data<uint8_t>();
-  pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
-      std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: d 0, codes 0
-      uint16_t* dt = reinterpret_cast<uint16_t*>(blk);
-      for (int64_t s = 0; s < nsb; ++s) {
-        uint8_t* sb = blk + dbytes + s * SB;
-        const int64_t src = plan.ss0 + s;  // the source superblock
-        const int32_t* cols = plan.act_index.data() + 256 * s;
-        for (int64_t r = 0; r < R && b * R + r < N; ++r) {
-          const int64_t n = b * R + r;
-          dt[16 * s + r] = f32_to_f16(d[n * S + src]);
-          for (int64_t u = 0; u < 16; ++u) {
-            sb[1536 + 16 * u + r] = sc[n * G + 16 * src + u];
-            for (int e = 0; e < 16; ++e) {
-              const int32_t col = cols[16 * u + e];
-              const int c = col >= 0 ? q[n * K + col] : 4;  // a zero column: code 4 (its activation is 0 too)
-              const int64_t j = 4 * r + e % 4;
-              uint8_t* rec = sb + 192 * (u / 2);  // kernels/quantized.h: int3-g16-k, lines A B C
-              const int v = int(4 * (u % 2) + e / 4);
-              if (v == 2 || v == 5) {  // bits 0-1 at 6-7 of A (B), bit 2 at bit 6 (7) of C
-                rec[64 * (v / 3) + j] |= uint8_t((c & 3) << 6);
-                rec[128 + j] |= uint8_t((c >> 2) << (v == 2 ? 6 : 7));
-              } else {  // v = 0 1 | 3 4 | 6 7: line v / 3 at bits 3 (v % 3)
-                rec[64 * (v / 3) + j] |= uint8_t(c << (3 * (v % 3)));
-              }
-            }
-          }
-        }
-      }
-    }
-  }, grain_for_work(R * Kg, int64_t(1) << 16));
-  return qw;
+  return pack_d_sc_groups(w, "int3-g16-k", QuantScheme::kInt3SuperblockBytes, 1536, 4, pool, alloc,
+                          [](uint8_t* sb, int u, int64_t r, const uint8_t* c) {
+                            uint8_t* rec = sb + 192 * (u / 2);  // lines A B C of groups u & ~1, u | 1
+                            for (int e = 0; e < 16; ++e) {
+                              const int64_t j = 4 * r + e % 4;
+                              const int v = 4 * (u % 2) + e / 4;
+                              if (v == 2 || v == 5) {  // bits 0-1 at 6-7 of A (B), bit 2 at bit 6 (7) of C
+                                rec[64 * (v / 3) + j] |= uint8_t((c[e] & 3) << 6);
+                                rec[128 + j] |= uint8_t((c[e] >> 2) << (v == 2 ? 6 : 7));
+                              } else {  // v = 0 1 | 3 4 | 6 7: line v / 3 at bits 3 (v % 3)
+                                rec[64 * (v / 3) + j] |= uint8_t(c[e] << (3 * (v % 3)));
+                              }
+                            }
+                          });
 }
 
 QuantizedWeight pack_int5_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {

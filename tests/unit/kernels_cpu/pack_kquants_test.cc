@@ -21,6 +21,13 @@ using namespace nanovllm;
 
 namespace {
 
+// A tensor's own copy (to corrupt one field of a weight).
+Tensor copy(const Tensor& t) {
+  Tensor c = Tensor::empty(t.shape(), t.dtype());
+  std::memcpy(c.raw(), t.raw(), t.nbytes());
+  return c;
+}
+
 // Q6_K-shaped groups: codes 0..63, per 16 columns an i8 sub-scale, per 256 an f16 d; every
 // zero 32 and scale = d x sc (the f32 product, as loader/gguf_quants.h unpacks a file).
 // bits 3: Q3_K-shaped, codes 0..7, zero 4, sub-scales in [-32, 31].
@@ -363,11 +370,6 @@ TEST(PackInt5, KernelsSumInOneOrder) {
 TEST(PackInt5, RejectsMalformedInput) {
   ThreadPool pool(1);
   const Int4Groups w = random_q5k_groups(16, 256, 73);
-  auto copy = [](const Tensor& t) {
-    Tensor c = Tensor::empty(t.shape(), t.dtype());
-    std::memcpy(c.raw(), t.raw(), t.nbytes());
-    return c;
-  };
   Int4Groups code = w;
   code.q = copy(w.q);
   code.q.data<uint8_t>()[9] = 32;
@@ -406,11 +408,6 @@ TEST(PackInt2, KernelsSumInOneOrder) {
 TEST(PackInt2, RejectsMalformedInput) {
   ThreadPool pool(1);
   const Int4Groups w = random_q2k_groups(16, 256, 83);
-  auto copy = [](const Tensor& t) {
-    Tensor c = Tensor::empty(t.shape(), t.dtype());
-    std::memcpy(c.raw(), t.raw(), t.nbytes());
-    return c;
-  };
   Int4Groups code = w;
   code.q = copy(w.q);
   code.q.data<uint8_t>()[9] = 4;  // not a 2-bit code
@@ -538,11 +535,6 @@ TEST(PackInt3, EveryCodeBitHasItsPlace) {
 TEST(PackInt3, RejectsMalformedInput) {
   ThreadPool pool(1);
   const Int4Groups w = random_q3k_groups(16, 256, 104);
-  auto copy = [](const Tensor& t) {
-    Tensor c = Tensor::empty(t.shape(), t.dtype());
-    std::memcpy(c.raw(), t.raw(), t.nbytes());
-    return c;
-  };
   Int4Groups code = w;
   code.q = copy(w.q);
   code.q.data<uint8_t>()[9] = 8;  // not a 3-bit code

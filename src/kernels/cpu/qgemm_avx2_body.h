@@ -12,11 +12,20 @@
 namespace nanovllm::cpu {
 namespace {
 
+// GCC reassociates a chain of integer adds into one tree per accumulator, computing every term
+// of the chain first (at MB = 4, 32 live vectors: the loop spilled them to the stack and ran
+// ~25% slower, docs/perf.md). An empty asm on the sum keeps each chain as written; it emits no
+// instruction and changes no value (integer adds).
+inline __m256i keep_chain(__m256i r) {
+  __asm__("" : "+x"(r));
+  return r;
+}
+
 inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 #if NV_QVNNI
   return _mm256_dpbusd_avx_epi32(acc, u, s);
 #else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  return keep_chain(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))));
 #endif
 }
 
@@ -152,7 +161,7 @@ inline __m256i nib_dot(__m256i s, __m256i nibbles, __m256i x) {
 #if NV_QVNNI
   return dot_u8s8(s, nibbles, x);
 #else
-  return _mm256_add_epi16(s, _mm256_maddubs_epi16(nibbles, x));
+  return keep_chain(_mm256_add_epi16(s, _mm256_maddubs_epi16(nibbles, x)));
 #endif
 }
 inline __m256i widen_add(__m256i acc, __m256i s) {
@@ -180,9 +189,9 @@ inline __m256i nl_dot(__m256i acc, __m256i vals, __m256i x) {
 #if NV_QVNNI
   return dot_u8s8(acc, vals, x);
 #else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(vals, vals),
-                                                                      _mm256_sign_epi8(x, vals)),
-                                                 _mm256_set1_epi16(1)));
+  return keep_chain(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(vals, vals),
+                                                                                 _mm256_sign_epi8(x, vals)),
+                                                            _mm256_set1_epi16(1))));
 #endif
 }
 

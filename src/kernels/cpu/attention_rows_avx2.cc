@@ -42,6 +42,11 @@ constexpr int kChunkVBytes = 256 * 1024;
 // prefetching K neither helped nor hurt there (the kernel is FMA-bound on that core: 256-bit
 // FMAs issue at one per cycle); docs/perf.md.
 constexpr int kPrefetchBytes = 4096;
+// Keys ahead whose V bytes pass 2 requests while it sums the current one. A decode item's first
+// sweep (32 dims of a head) otherwise waits on memory for every key: slots are 2 KiB or more
+// apart and blocks are scattered, and on Zen 4 (AVX2) 56% of the kernel's samples sat on that
+// load at B = 64 (docs/perf.md).
+constexpr int kPrefetchVKeys = 8;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // 8 K/V elements as f32 (int8: the integers; the row's scale is applied by the caller).
@@ -133,6 +138,11 @@ NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t of
   }
   for (int j = 0; j < n; ++j) {
     const KV* v = v_cache + kv_off[j] + off;
+    if (j + kPrefetchVKeys < n) {  // this sweep's bytes of a later key (one or two lines)
+      const char* pv = reinterpret_cast<const char*>(v_cache + kv_off[j + kPrefetchVKeys] + off);
+      _mm_prefetch(pv, _MM_HINT_T0);
+      _mm_prefetch(pv + NV * 8 * sizeof(KV) - 1, _MM_HINT_T0);
+    }
     const __m256 b0 = _mm256_set1_ps(p0[j]);
     const __m256 b1 = _mm256_set1_ps(p1 ? p1[j] : 0.f);
 #pragma GCC unroll 4

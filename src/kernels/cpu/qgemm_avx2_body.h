@@ -695,6 +695,9 @@ void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t 
     case 3: return rows_m<3>(w, a, b0, b1, out, ldo);
     case 4: return rows_m<4>(w, a, b0, b1, out, ldo);
     default:  // 5..8: two calls of up to 4 rows (more ymm accumulators would spill)
+      // int6 unpacks 16 uops per group and 8 rows: a full chunk takes them all at once (its 8
+      // accumulators fit beside the 4 code vectors; +5-10% at M >= 16 on Zen 4, docs/perf.md).
+      if (w.kind == QuantKind::Int6 && M == kQMaxRows) return int6k_rows<kQMaxRows, 1>(w, a, b0, b1, out, ldo);
       rows_m<4>(w, a, b0, b1, out, ldo);
       QActs rest = a;
       rest.x += 4 * a.Kp;

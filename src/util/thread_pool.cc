@@ -48,6 +48,8 @@ bool spin_until(Pred pred, int64_t budget_ns) {
   }
 }
 
+constexpr int64_t kChunksPerMember = 4;
+
 // n <= 0: the hardware concurrency. (Config::backend.num_threads, filled from
 // NANOVLLM_NUM_THREADS, reaches here through the backend factory.)
 int resolve_threads(int n) {
@@ -164,10 +166,17 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  run_team(workers, [&](int m) {
-    int64_t lo = units * m / workers * grain;
-    int64_t hi = std::min(n, units * (m + 1) / workers * grain);
-    if (lo < hi) fn(lo, hi);
+  // kChunksPerMember fixed chunks per member, taken in order from a shared counter: a member
+  // that runs slower (a vCPU whose host core is busy elsewhere) takes fewer, instead of the
+  // others waiting for its equal share at the region's end.
+  const int64_t chunks = std::min<int64_t>(units, int64_t(workers) * kChunksPerMember);
+  std::atomic<int64_t> next{0};
+  run_team(workers, [&](int) {
+    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t lo = units * c / chunks * grain, hi = std::min(n, units * (c + 1) / chunks * grain);
+      if (lo < hi) fn(lo, hi);
+    }
   });
 }
 

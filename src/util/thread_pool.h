@@ -1,5 +1,8 @@
 // A fixed pool of worker threads for CPU kernels. parallel_for splits [0, n) into contiguous
-// chunks, one per thread of the region's team; it is not re-entrant (kernels never nest it).
+// chunks, 4 per thread of the region's team, that the members take in order from a shared
+// counter (a slower member takes fewer); it is not re-entrant (kernels never nest it). Chunk
+// boundaries depend on n, grain and the team size, never on timing; which member runs a chunk
+// does (kernels give the same bits for any partition: docs/determinism.md).
 //
 // Two implementations behind one interface (CMake option NANOVLLM_OPENMP):
 // - OpenMP (default): run_on_all is an OpenMP parallel region, so these ops and oneDNN's GEMMs
@@ -38,7 +41,8 @@ class ThreadPool {
   // Threads the next region will use (size() unless contention shrank the team). Libraries
   // with their own threading (oneDNN, OpenBLAS) should be given this many.
   int active_threads();
-  // fn(begin, end) on disjoint chunks covering [0, n); chunks are multiples of `grain`.
+  // fn(begin, end) on disjoint chunks covering [0, n); chunks are multiples of `grain`. A
+  // member may run several chunks, one call each.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t grain = 1);
   // fn(tid) once for each tid in [0, size()); tids run on the region's team (a team smaller
   // than size() runs several tids per thread, in order).

@@ -13,8 +13,8 @@ namespace nanovllm::cpu {
 namespace {
 
 // GCC reassociates a chain of integer adds into one tree per accumulator, computing every term
-// of the chain first (at MB = 4, 32 live vectors: the loop spilled them to the stack and ran
-// ~25% slower, docs/perf.md). An empty asm on the sum keeps each chain as written; it emits no
+// of the chain first (at MB = 4, 32 live vectors: the loop spilled them to the stack, and the
+// int4 kernels ran 22-38% slower at M >= 16, docs/perf.md). An empty asm on the sum keeps each chain as written; it emits no
 // instruction and changes no value (integer adds).
 inline __m256i keep_chain(__m256i r) {
   __asm__("" : "+x"(r));
@@ -695,8 +695,9 @@ void NV_QENTRY(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t 
     case 3: return rows_m<3>(w, a, b0, b1, out, ldo);
     case 4: return rows_m<4>(w, a, b0, b1, out, ldo);
     default:  // 5..8: two calls of up to 4 rows (more ymm accumulators would spill)
-      // int6 unpacks 16 uops per group and 8 rows: a full chunk takes them all at once (its 8
-      // accumulators fit beside the 4 code vectors; +5-10% at M >= 16 on Zen 4, docs/perf.md).
+      // int6 spends 16 uops per group unpacking its codes: a full chunk of 8 rows shares them
+      // (its 8 accumulators fit beside the 4 code vectors; +2-16% at M = 64 / 512 on Zen 4,
+      // docs/perf.md).
       if (w.kind == QuantKind::Int6 && M == kQMaxRows) return int6k_rows<kQMaxRows, 1>(w, a, b0, b1, out, ldo);
       rows_m<4>(w, a, b0, b1, out, ldo);
       QActs rest = a;

@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace nanovllm {
@@ -30,6 +33,27 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
     for (int64_t n : {1, 2, 5, 31, 32, 33, 1000})
       for (int64_t grain : {1, 4, 32}) expect_exact_cover(pool, n, grain);
   }
+}
+
+// Members take chunks from a shared counter, so which member runs a chunk depends on timing;
+// the chunks themselves must not (thread_pool.h). One chunk is made slow in some calls to move
+// the others between members. (The TeamSizer is off: a team it shrank would cut other chunks.)
+TEST(ThreadPool, ChunkBoundariesDoNotDependOnTiming) {
+  ThreadPool pool(2, /*spin_us=*/2000, /*adaptive=*/false);
+  auto chunks = [&](bool slow_first) {
+    std::mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> got;
+    pool.parallel_for(1000, [&](int64_t a, int64_t b) {
+      if (slow_first && a == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::lock_guard<std::mutex> lk(mu);
+      got.emplace_back(a, b);
+    }, 8);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  const auto want = chunks(false);
+  EXPECT_GT(want.size(), 2u);  // several chunks per member (2 members)
+  for (int it = 0; it < 20; ++it) ASSERT_EQ(chunks(it % 2 == 0), want) << "call " << it;
 }
 
 TEST(ThreadPool, RunOnAllRunsEachThreadOnce) {

@@ -36,10 +36,11 @@ constexpr std::array<std::string_view, 2> enum_names(CudaPrefill) { return {"sim
 enum class CudaDecode { kV1 = 0, kV2 = 1 };
 constexpr std::array<std::string_view, 2> enum_names(CudaDecode) { return {"v1", "v2"}; }
 
-// CUDA dense linears at decode batch sizes (T <= 8 rows, bf16): cuBLASLt for every shape
-// (cublas), or the skinny kernel (one warp per weight row, batch-invariant sums) for those.
-enum class CudaGemm { kCublas = 0, kSkinny = 1 };
-constexpr std::array<std::string_view, 2> enum_names(CudaGemm) { return {"cublas", "skinny"}; }
+// CUDA dense linears at decode batch sizes (bf16): cuBLASLt for every shape (cublas), the skinny
+// kernel (one warp per weight row, batch-invariant sums) for T <= 8 rows (skinny), or the skinny
+// kernel for T = 1 and cuBLASLt above (auto: where the H200 measured it faster on every shape).
+enum class CudaGemm { kCublas = 0, kSkinny = 1, kAuto = 2 };
+constexpr std::array<std::string_view, 3> enum_names(CudaGemm) { return {"cublas", "skinny", "auto"}; }
 
 struct BackendOptions {
   // CPU threads per rank when Config::num_threads is 0; 0: all cores (divided among the ranks
@@ -57,9 +58,10 @@ struct BackendOptions {
   // v2 by measurement (H200, 2026-11-28): 6.9x v1 on decode attention (B 256 x L 1024: 3,268 vs
   // 477 GB/s, 0.72 of the read pass), 5.3x on bench.py's workload; both pass the conformance table.
   CudaDecode cuda_decode = CudaDecode::kV2;
-  // A candidate until a GPU run measures it (scripts/gpu-check.sh: bench_gpu_gemm's decode
-  // shapes and the bench.py workload, both ways).
-  CudaGemm cuda_gemm = CudaGemm::kCublas;
+  // auto by measurement (H200, 2026-11-30, bench_gpu_gemm): at T = 1 the skinny kernel beat
+  // cuBLASLt on every Qwen3-0.6B shape (1.04-2.76x; batch-1 decode step 1.68 -> 1.34 ms), at
+  // T = 4 / 8 it lost on some (0.47-0.82x: gate_up, lm_head, qkv).
+  CudaGemm cuda_gemm = CudaGemm::kAuto;
 
   // Throws nanovllm::Error naming the field and the allowed values.
   void validate() const;
@@ -86,7 +88,7 @@ constexpr auto fields_of(const BackendOptions*) {
       env_field("cuda_decode", &B::cuda_decode, "NANOVLLM_CUDA_DECODE",
                 "CUDA decode attention kernel"),
       env_field("cuda_gemm", &B::cuda_gemm, "NANOVLLM_CUDA_GEMM",
-                "CUDA linears at decode batch sizes: cublas, or the skinny kernel"),
+                "CUDA linears at decode batch sizes: cublas, skinny (T <= 8), auto (skinny at T = 1)"),
   };
 }
 static_assert(table_covers_struct<BackendOptions>(),

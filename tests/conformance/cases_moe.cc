@@ -65,9 +65,9 @@ std::vector<float> distinct_logits(Harness& hx, int64_t T, int64_t E) {
   return v;
 }
 
-void experts_case(Harness& hx, DType wdt) {
-  const int64_t T = 6, H = 40, I = 24, E = 5;
-  const int k = 2;
+// ids [T, k] may hold -1 (a skipped slot) and ids >= E (out of range): both contribute nothing.
+void experts_case(Harness& hx, DType wdt, int64_t T, int64_t H, int64_t I, int64_t E, int k,
+                  const std::vector<int32_t>& id_v) {
   auto x = hx.random({T, H}, hx.act());
   std::vector<std::vector<float>> gu(E), dn(E);
   MoeExperts ex = hx.be.prepare_moe_experts(E, H, I, [&](int64_t e) {
@@ -77,8 +77,6 @@ void experts_case(Harness& hx, DType wdt) {
     dn[size_t(e)] = dv;
     return std::pair{g, d};
   }, QuantScheme{});
-  // Expert 1 serves four slots, expert 3 none, one slot skipped (-1) and one out of range (9).
-  const std::vector<int32_t> id_v = {1, 0, 1, 4, 2, 1, -1, 1, 0, 4, 9, 2};
   Tensor ids = hx.upload(Tensor::wrap(const_cast<int32_t*>(id_v.data()), {T, k}, DType::I32));
   auto w = hx.random({T, k}, DType::F32, 0.f, 1.f);
   Tensor out = hx.poisoned({T, H}, hx.act());
@@ -130,9 +128,21 @@ void add_moe_cases(std::vector<Case>& out) {
   out.push_back({"moe_route_k_equals_e", false, [](Harness& hx) {
                    route_case(hx, {0.25f, -1.f, 2.f, 0.f}, 1, 4, 4, false);
                  }});
+  // Expert 1 serves four slots, expert 3 none, one slot skipped (-1) and one out of range (9).
+  const std::vector<int32_t> few = {1, 0, 1, 4, 2, 1, -1, 1, 0, 4, 9, 2};
   for (DType wdt : {DType::F32, DType::BF16})
     out.push_back({"moe_experts_t6_h40_i24_e5_k2_w" + dt_tag(wdt), false,
-                   [=](Harness& hx) { experts_case(hx, wdt); }});
+                   [=](Harness& hx) { experts_case(hx, wdt, 6, 40, 24, 5, 2, few); }});
+  // More (token, expert) pairs than one CUDA grid dimension holds (65,535): 16,400 tokens x 4,
+  // as a prefill chunk of max_num_batched_tokens 16,384 with top-4 routing makes. The first GPU
+  // run of the MoE path (2026-11-30, H200) refused it at the engine's warm-up.
+  out.push_back({"moe_experts_t16400_k4_many_pairs", false, [](Harness& hx) {
+                   const int64_t T = 16400, E = 5;
+                   const int k = 4;
+                   std::vector<int32_t> ids(size_t(T * k));
+                   for (size_t p = 0; p < ids.size(); ++p) ids[p] = int32_t((p * 7 + p / 5) % (E + 2)) - 1;
+                   experts_case(hx, DType::BF16, T, 16, 8, E, k, ids);
+                 }});
   out.push_back({"moe_route_error_top_k", false, [](Harness& hx) {
                    auto logits = hx.random({2, 4}, hx.act());
                    Tensor ids = hx.poisoned({2, 5}, DType::I32), w = hx.poisoned({2, 5}, DType::F32);

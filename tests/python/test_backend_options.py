@@ -12,7 +12,7 @@ def test_defaults_come_from_the_environment():
     assert b.num_threads == int(os.environ.get("NANOVLLM_NUM_THREADS", "0"))
     d = BackendOptions()
     assert (d.num_threads, d.spin_us, d.adaptive_threads, d.cpu_weight_copy) == (0, 2000, True, True)
-    assert (d.linear_path, d.isa, d.cuda_prefill, d.cuda_decode, d.cuda_gemm) == ("auto", "", "simple", "v2", "cublas")
+    assert (d.linear_path, d.isa, d.cuda_prefill, d.cuda_decode, d.cuda_gemm) == ("auto", "", "simple", "v2", "auto")
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [
@@ -20,7 +20,7 @@ def test_defaults_come_from_the_environment():
      r"BackendOptions\.linear_path must be auto, streaming, blas or onednn, got 'fastest'"),
     (dict(cuda_prefill="wmma"), ValueError, r"cuda_prefill must be simple or tc, got 'wmma'"),
     (dict(cuda_decode="v3"), ValueError, r"cuda_decode must be v1 or v2, got 'v3'"),
-    (dict(cuda_gemm="gemv"), ValueError, r"cuda_gemm must be cublas or skinny, got 'gemv'"),
+    (dict(cuda_gemm="gemv"), ValueError, r"cuda_gemm must be cublas, skinny or auto, got 'gemv'"),
     (dict(isa="avx9"), ValueError, r"isa must be '', avxvnni, avx2 or scalar, got 'avx9'"),
     (dict(spin_us=-1), ValueError, r"spin_us must be >= 0, got -1"),
     (dict(cpu_weight_copy="no"), TypeError, r"cpu_weight_copy"),

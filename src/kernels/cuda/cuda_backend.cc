@@ -44,7 +44,9 @@ CudaBackend::CudaBackend(int device_id, const BackendOptions& options) : device_
                                                                    : PrefillImpl::kSimple;
   decode_impl_ = options.cuda_decode == CudaDecode::kV2 ? DecodeImpl::kV2 : DecodeImpl::kV1;
   alloc_ = std::make_shared<DeviceAllocator>(device_);
-  gemm_ = std::make_unique<Gemm>(stream_, options.cuda_gemm == CudaGemm::kSkinny);
+  gemm_ = std::make_unique<Gemm>(stream_, options.cuda_gemm == CudaGemm::kSkinny ? kSkinnyMaxT
+                                          : options.cuda_gemm == CudaGemm::kAuto  ? 1
+                                                                                  : 0);
 }
 
 CudaBackend::~CudaBackend() {

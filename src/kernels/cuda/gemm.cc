@@ -32,7 +32,8 @@ constexpr size_t kMaxPlans = 4096;
 
 }  // namespace
 
-Gemm::Gemm(cudaStream_t stream, bool skinny) : stream_(stream), skinny_(skinny) {
+Gemm::Gemm(cudaStream_t stream, int64_t skinny_max_t)
+    : stream_(stream), skinny_max_t_(skinny_max_t) {
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -115,7 +116,7 @@ void Gemm::run(const void* x, const void* w, DType in, const void* bias, DType b
            dtype_name(out_dt));
   if (T == 0 || N == 0) return;
   NV_CHECK(K > 0, "GEMM with K = 0");
-  if (skinny_ && skinny_gemm_supported(x, w, in, bias, bias_dt, out, out_dt, T, N, K)) {
+  if (T <= skinny_max_t_ && skinny_gemm_supported(x, w, in, bias, bias_dt, out, out_dt, T, N, K)) {
     launch_skinny_gemm(x, w, bias, bias_dt, out, out_dt, T, N, K, stream_);
     ++skinny_calls_;
     return;

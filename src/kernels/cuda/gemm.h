@@ -15,9 +15,9 @@ namespace nanovllm::cuda {
 
 class Gemm {
  public:
-  // skinny: T <= kSkinnyMaxT products that skinny_gemm_supported() accepts go to the skinny
-  // kernel (gemm_skinny.cu) instead of cuBLASLt.
-  explicit Gemm(cudaStream_t stream, bool skinny = false);
+  // Products of T <= skinny_max_t (at most kSkinnyMaxT) rows that skinny_gemm_supported()
+  // accepts go to the skinny kernel (gemm_skinny.cu) instead of cuBLASLt; 0: never.
+  explicit Gemm(cudaStream_t stream, int64_t skinny_max_t = 0);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -44,7 +44,7 @@ class Gemm {
   static void destroy(Plan& p);
 
   cudaStream_t stream_;
-  bool skinny_ = false;
+  int64_t skinny_max_t_ = 0;
   int64_t skinny_calls_ = 0;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;

@@ -1,5 +1,5 @@
 // The sampling op on the device (definition: kernels/sampling.h). One thread block per logits
-// row does everything in one launch: raw logprobs (logsumexp, top-N, chosen token), the
+// row does everything (after a split pre-pass for the rows that allow it, see launch_sample): raw logprobs (logsumexp, top-N, chosen token), the
 // processed logits (allowed-token mask, then the row's sorted LogitEdits: suppression,
 // logit_bias, penalties; an "edited" bitmap in shared memory finds them), greedy or Gumbel-max
 // with top-k / top-p / min-p, and the step-4 fallback. Thresholds are found exactly by 4-pass
@@ -39,9 +39,17 @@ struct SampleOutputs {
   float* top_logprobs = nullptr;
 };
 
-// logits [S, V] F32 (device); rows [S], edits, masks (device).
+// Rows without logprobs, top-k, top-p or min-p are raced in chunks of kSplitChunk entries, one
+// block per chunk, then reduced (sampler.cu): the same tokens, more of the GPU at small batches.
+constexpr int64_t kSplitChunk = 2048;
+inline int64_t sample_split_count(int64_t V) { return (V + kSplitChunk - 1) / kSplitChunk; }
+// Device scratch launch_sample needs: one chunk winner per (row, chunk).
+size_t sample_scratch_bytes(int64_t S, int64_t V);
+
+// logits [S, V] F32 (device); rows [S], edits, masks (device); scratch: sample_scratch_bytes(S, V)
+// bytes of device memory, 16-byte aligned.
 void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
                    const LogitEdit* edits, const uint32_t* masks, const SampleOutputs& out,
-                   cudaStream_t s);
+                   void* scratch, cudaStream_t s);
 
 }  // namespace nanovllm::cuda

@@ -1,5 +1,5 @@
 // CudaBackend::sample: packs the batch (row parameters, merged LogitEdits, allowed masks) into
-// the pinned staging buffer, one host->device copy, one kernel launch (sampler.cu), one
+// the pinned staging buffer, one host->device copy, two kernel launches (sampler.cu), one
 // device->host copy of tokens + logprobs. Only [S] tokens and the requested logprobs cross.
 #include <cstring>
 
@@ -58,6 +58,7 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
   const size_t tok_b = align16(size_t(S) * 4), lp_b = align16(size_t(S) * 4);
   const size_t top_b = align16(size_t(num_top) * 4);
   const size_t out_bytes = tok_b + lp_b + 2 * top_b;
+  const size_t scratch_b = align16(sample_scratch_bytes(S, V));  // device only: never copied
 
   // The output region follows the input region, so reading the results back never races
   // the staging copy of the inputs.
@@ -66,7 +67,7 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
   if (!edits.empty()) std::memcpy(host + rows_b, edits.data(), edits.size() * sizeof(LogitEdit));
   if (!masks.empty())
     std::memcpy(host + rows_b + edits_b, masks.data(), masks.size() * sizeof(uint32_t));
-  Tensor dev = empty({int64_t((in_bytes + out_bytes) / 4)}, DType::I32);
+  Tensor dev = empty({int64_t((in_bytes + out_bytes + scratch_b) / 4)}, DType::I32);
   char* d = static_cast<char*>(dev.raw());
   CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaMemcpyAsync(d, host, in_bytes, cudaMemcpyHostToDevice, stream_));
@@ -80,7 +81,8 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
   out.top_logprobs = reinterpret_cast<float*>(o + tok_b + lp_b + top_b);
   launch_sample(logits.data<float>(), S, V, reinterpret_cast<const SampleRowDev*>(d),
                 reinterpret_cast<const LogitEdit*>(d + rows_b),
-                reinterpret_cast<const uint32_t*>(d + rows_b + edits_b), out, stream_);
+                reinterpret_cast<const uint32_t*>(d + rows_b + edits_b), out,
+                d + in_bytes + out_bytes, stream_);
   char* ho = host + in_bytes;
   CUDA_CHECK(cudaMemcpyAsync(ho, o, out_bytes, cudaMemcpyDeviceToHost, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));

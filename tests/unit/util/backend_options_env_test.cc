@@ -62,7 +62,7 @@ TEST(BackendOptionsEnv, UnsetGivesTheStructDefaults) {
   EXPECT_EQ(e.isa, IsaCap::kNone);
   EXPECT_EQ(e.cuda_prefill, CudaPrefill::kSimple);
   EXPECT_EQ(e.cuda_decode, CudaDecode::kV2);
-  EXPECT_EQ(e.cuda_gemm, CudaGemm::kCublas);
+  EXPECT_EQ(e.cuda_gemm, CudaGemm::kAuto);
 }
 
 TEST(BackendOptionsEnv, VariablesSetTheDefaultsOfConfig) {
@@ -104,7 +104,7 @@ TEST(BackendOptionsEnv, MalformedValuesNameTheVariable) {
             std::string::npos);
   EXPECT_NE(error_of("NANOVLLM_CUDA_DECODE", "v3").find("NANOVLLM_CUDA_DECODE must be v1 or v2, got 'v3'"),
             std::string::npos);
-  EXPECT_NE(error_of("NANOVLLM_CUDA_GEMM", "gemv").find("NANOVLLM_CUDA_GEMM must be cublas or skinny, got 'gemv'"),
+  EXPECT_NE(error_of("NANOVLLM_CUDA_GEMM", "gemv").find("NANOVLLM_CUDA_GEMM must be cublas, skinny or auto, got 'gemv'"),
             std::string::npos);
   EXPECT_EQ(error_of("NANOVLLM_NUM_THREADS", "8"), "accepted");
 }

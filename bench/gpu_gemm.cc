@@ -156,7 +156,11 @@ int main(int argc, char** argv) {
   }
   try {
     if (!cuda_available()) { std::fprintf(stderr, "no CUDA device\n"); return 77; }
-    cuda::CudaBackend be(0);
+    // cuBLASLt for every shape: the default (cuda_gemm = auto) sends M = 1 to the skinny kernel,
+    // which made the decode rows compare the skinny kernel with itself.
+    BackendOptions cublas_only;
+    cublas_only.cuda_gemm = CudaGemm::kCublas;
+    cuda::CudaBackend be(0, cublas_only);
     const DeviceFacts f = device_facts(0);
     int l2 = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));

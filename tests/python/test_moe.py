@@ -1,6 +1,9 @@
 """Engine features on a Qwen3-MoE model (tiny: layer 0 sparse, 8 experts top 2; layer 1 dense):
 n > 1 completions, prefix caching (a cached prefix gives the tokens a full prefill gives), and
 preemption by recompute (a KV cache too small for the batch) leave greedy outputs unchanged."""
+import os
+import sys
+
 import pytest
 
 from conftest import make_model
@@ -45,3 +48,21 @@ def test_n_completions(moe_model):
     for r in outs:
         assert [o["index"] for o in r["outputs"]] == [0, 1, 2, 3]
         assert all(len(o["token_ids"]) == 8 for o in r["outputs"])
+
+
+def test_router_margins_tool(moe_model, tmp_path):
+    """tests/reference/moe_router_margins.py (how the H200 run's MoE logits gap was explained):
+    tiny's routing keeps every choice under a bf16 router input; small (16 experts, top 4) flips
+    some, and those flips alone move the logits past cpu_vs_cuda's 2e-2 with top-1 unchanged."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reference"))
+    import moe_router_margins as mrm
+    tiny = mrm.analyze(moe_model)
+    assert (tiny["moe_calls"], tiny["choices"]) == (1, 64)  # layer 1 is dense
+    assert tiny["flips_from_bf16_router_input"] == 0
+    assert 0 < tiny["max_rel_err_from_flips"] < 5e-3
+    small = mrm.analyze(make_model(tmp_path / "qwen3-moe-small", preset="small", arch="qwen3_moe"))
+    assert small["choices"] == small["moe_calls"] * 64
+    assert small["flips_from_bf16_router_input"] >= 1
+    assert all(f["margin"] < 1e-2 for f in small["flips"])  # only near-ties flip
+    assert small["max_rel_err_from_flips"] > 2e-2
+    assert small["top1_agree"] == small["rows"]

@@ -33,7 +33,8 @@
 #   (Qwen3-MoE, Mistral, Gemma 3 random models against the CPU backend), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
 #   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
-#   tests on --device cuda), determinism (docs/determinism.md measured on CUDA), hf_bench
+#   tests on --device cuda; engine_e2e_cuda_tc with the tc prefill), determinism
+#   (docs/determinism.md measured on CUDA), hf_bench
 #   (transformers' continuous batching on the same workload:
 #   it gets what is left of the budget), tp_cuda (whether tensor parallelism could run on CUDA
 #   here: NCCL linked, GPU count). The CPU unit tests are not run here: CI runs them.
@@ -237,6 +238,10 @@ need determinism "$NV" "$SMALL/config.json" &&
   step determinism 90 "$PY" "$T/determinism.py" "$NV" --json-out "$LOGDIR/determinism.json" "${DET_MODELS[@]}"
 need engine_e2e_cuda "$BUILD/tests/test_engine_e2e" &&
   step engine_e2e_cuda 120 env NANOVLLM_TEST_DEVICE=cuda "$BUILD/tests/test_engine_e2e"
+# The same with the tc prefill (its accuracy passed hf_compare_tc on 2026-11-30): the engine half
+# of making it the default.
+need engine_e2e_cuda_tc "$BUILD/tests/test_engine_e2e" && step engine_e2e_cuda_tc 120 \
+  env NANOVLLM_TEST_DEVICE=cuda NANOVLLM_CUDA_PREFILL=tc "$BUILD/tests/test_engine_e2e"
 
 # 5. transformers' own continuous batching gets what is left: it stops itself 20 s before the
 # budget ends (after its own model load and warm-up), and reports the requests finished by then.

@@ -82,7 +82,7 @@ def attention_kernels(case):
 
 def result_line(name, data, log_text, all_data=None):
     """The RESULT column of one step."""
-    if name in ("gpu_tests", "unit_tests", "engine_e2e_cuda"):
+    if name in ("gpu_tests", "unit_tests", "engine_e2e_cuda", "engine_e2e_cuda_tc"):
         return test_counts(log_text)
     if data is None:
         return None

@@ -68,4 +68,21 @@ NV_HD float sampler_gumbel(uint64_t seed, uint64_t step, uint32_t i) {
   return -logf(sampler_exp_noise(seed, step, i));
 }
 
+// Bounds of that noise: u in [2^-24, 1 - 2^-24] gives E in [5.96e-8, 16.64] and gumbel in
+// [-2.82, 16.64]. These leave room for logf's error on either backend (tests/unit/sampler check
+// every extreme word).
+constexpr float kGumbelMax = 17.f, kGumbelMin = -3.f;
+
+// Exact pruning of the Gumbel race: an entry whose scaled logit z is below
+// gumbel_prune_below(zc), where zc is the largest scaled logit among the entries it races
+// against, cannot win: z + g <= z + kGumbelMax < zc + kGumbelMin <= zc + g_c, and the margin
+// (over 2 ulps at |zc| + 20) keeps the float sums strictly ordered, so no tie lets it through
+// either. -inf (prune nothing) when zc is not finite. Skipping those entries skips their
+// Philox draws, which dominate the race's cost.
+NV_HD float gumbel_prune_below(float zc) {
+  constexpr float span = kGumbelMax - kGumbelMin;
+  if (!(zc > -INFINITY && zc < INFINITY)) return -INFINITY;  // +-inf or NaN
+  return zc - span - (1e-5f * (fabsf(zc) + span) + 1e-3f);
+}
+
 }  // namespace nanovllm

@@ -9,6 +9,7 @@ constexpr int NT = 1024;
 constexpr double kMassScale = 1099511627776.0;  // 2^40 fixed point for probability mass
 constexpr int kSplitThreads = 256;
 static_assert(kSplitChunk % 32 == 0, "a chunk holds whole words of the edited bitmap");
+static_assert(kSplitChunk % kSplitThreads == 0, "a thread holds a whole number of a chunk's entries");
 
 struct ArgMax {
   float v;
@@ -144,6 +145,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     sample_split_kernel(const float* logits, int64_t V, int nsplit, const SampleRowDev* rows,
                         const LogitEdit* edits, const uint32_t* masks, SplitBest* scratch) {
   __shared__ uint32_t edited_bits[kSplitChunk / 32];  // this chunk's words of the bitmap
+  __shared__ float red[33];
   __shared__ float sv[33];
   __shared__ int64_t si[33];
   const int64_t row = blockIdx.x / nsplit;
@@ -168,11 +170,26 @@ __global__ void __launch_bounds__(kSplitThreads)
 #pragma unroll 4
     for (int64_t i = c0 + threadIdx.x; i < c1; i += blockDim.x) a = better(a, ArgMax{rv.z(i), i});
   } else {
-    // The same float operations as the one-block path: __fmul_rn(z, 1 / T) + gumbel.
+    // The same float operations as the one-block path: __fmul_rn(z, 1 / T) + gumbel. The
+    // chunk's scaled logits stay in registers (kPer a thread); entries more than ~20 below the
+    // chunk's largest cannot beat it (gumbel_prune_below, util/philox.h) and draw no noise.
+    constexpr int kPer = int(kSplitChunk / kSplitThreads);
     const float inv_t = 1.f / p.temperature;
-#pragma unroll 4
-    for (int64_t i = c0 + threadIdx.x; i < c1; i += blockDim.x)
-      a = better(a, ArgMax{__fmul_rn(rv.z(i), inv_t) + sampler_gumbel(p.seed, p.step, uint32_t(i)), i});
+    float zv[kPer];
+    float zc = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = c0 + threadIdx.x + int64_t(k) * kSplitThreads;
+      zv[k] = i < c1 ? __fmul_rn(rv.z(i), inv_t) : -INFINITY;
+      zc = fmaxf(zc, zv[k]);
+    }
+    const float below = gumbel_prune_below(block_max(zc, red));
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const int64_t i = c0 + threadIdx.x + int64_t(k) * kSplitThreads;
+      if (i < c1 && !(zv[k] < below))
+        a = better(a, ArgMax{zv[k] + sampler_gumbel(p.seed, p.step, uint32_t(i)), i});
+    }
   }
   a = block_argmax(a, sv, si);
   if (threadIdx.x == 0) scratch[row * nsplit + chunk] = SplitBest{a.v, a.i};

@@ -112,6 +112,87 @@ TEST(SamplingOp, RaceEqualsGumbelArgmax) {
   EXPECT_GE(same, 49);  // float rounding may flip a near-tie, nothing more
 }
 
+// util/philox.h's noise bounds hold at every extreme of the noise word (the 23 bits u keeps are
+// all 0 or all 1) and over a million draws.
+TEST(SamplingOp, GumbelNoiseStaysWithinItsBounds) {
+  auto g_of = [](uint32_t w) { return -std::log(-std::log(noise_uniform(w))); };
+  float lo = INFINITY, hi = -INFINITY;
+  for (uint32_t w : {0u, 0x1FFu, 0x200u, 0x7FFFFFFFu, 0xFFFFFE00u, 0xFFFFFFFFu}) {
+    lo = std::min(lo, g_of(w));
+    hi = std::max(hi, g_of(w));
+  }
+  EXPECT_NEAR(lo, -2.81f, 0.01f);  // u = 2^-24
+  EXPECT_NEAR(hi, 16.64f, 0.01f);  // u = 1 - 2^-24
+  for (uint32_t i = 0; i < 1000000; ++i) {
+    const float g = sampler_gumbel(5, 9, i);
+    ASSERT_GE(g, kGumbelMin) << i;
+    ASSERT_LE(g, kGumbelMax) << i;
+  }
+  EXPECT_GT(lo, kGumbelMin);
+  EXPECT_LT(hi, kGumbelMax);
+}
+
+// The CUDA sampler's split pass skips, in each chunk, the entries below gumbel_prune_below(chunk
+// max) without drawing their noise. The chunk's winner (value, then lowest index) must be the
+// same as racing every entry: at every logit scale, with -inf / NaN / +inf entries and
+// near-max ties, and the pruning must actually skip entries where logits are spread.
+TEST(SamplingOp, GumbelPruningKeepsTheChunkWinner) {
+  std::mt19937 gen(4242);
+  int64_t pruned = 0, raced = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const float scale = std::array{1e-3f, 0.5f, 3.f, 10.f, 60.f, 1e4f, 1e30f}[size_t(trial % 7)];
+    const int n = 64 + int(gen() % 2000);
+    std::normal_distribution<float> nd(0.f, scale);
+    std::vector<float> z(static_cast<size_t>(n));
+    for (float& v : z) v = nd(gen) + (trial % 3 == 0 ? 1e6f : 0.f);  // large |zc| for the margin
+    if (trial % 5 == 1) z[gen() % size_t(n)] = -INFINITY;
+    if (trial % 5 == 2) z[gen() % size_t(n)] = NAN;
+    if (trial % 11 == 3) z[gen() % size_t(n)] = INFINITY;
+    if (trial % 4 == 0) {  // entries 20 +- a few ulps below the max: right at the bound
+      const float m = *std::max_element(z.begin(), z.end(), [](float a, float b) { return !(b <= a); });
+      for (int k = 0; k < 8; ++k) z[gen() % size_t(n)] = std::nextafter(m - 20.f, float(k % 3) - 1.f);
+    }
+    float zc = -INFINITY;
+    for (float v : z) zc = std::fmax(zc, v);
+    const float below = gumbel_prune_below(zc);
+    const uint64_t seed = gen(), step = gen() % 1000;
+    // The CUDA kernel's order: larger value, then lower index; NaN never wins (better()).
+    float bv_all = -INFINITY, bv_kept = -INFINITY;
+    int bi_all = INT32_MAX, bi_kept = INT32_MAX;
+    for (int i = 0; i < n; ++i) {
+      const float v = z[size_t(i)] + sampler_gumbel(seed, step, uint32_t(i));
+      if (v > bv_all || (v == bv_all && i < bi_all)) bv_all = v, bi_all = i;
+      if (z[size_t(i)] < below) {
+        ++pruned;
+        continue;
+      }
+      ++raced;
+      if (v > bv_kept || (v == bv_kept && i < bi_kept)) bv_kept = v, bi_kept = i;
+    }
+    ASSERT_EQ(bi_kept, bi_all) << "trial " << trial << " scale " << scale;
+  }
+  EXPECT_GT(pruned, 10 * raced / 100) << "the bound prunes almost nothing";
+  EXPECT_GT(raced, 0);
+
+  // Random chunks almost never draw noise near its extremes, so also the worst case: the
+  // largest and smallest noise among a million draws, the low one on the chunk's max logit and
+  // the high one d below it, d just under their noise gap (~16.4): the lower logit wins, and a
+  // bound tighter than the noise's range would have pruned it.
+  const uint64_t seed = 31, step = 7;
+  uint32_t i_hi = 0, i_lo = 0;
+  for (uint32_t i = 1; i < 1000000; ++i) {
+    if (sampler_gumbel(seed, step, i) > sampler_gumbel(seed, step, i_hi)) i_hi = i;
+    if (sampler_gumbel(seed, step, i) < sampler_gumbel(seed, step, i_lo)) i_lo = i;
+  }
+  const float gap = sampler_gumbel(seed, step, i_hi) - sampler_gumbel(seed, step, i_lo);
+  ASSERT_GT(gap, 15.f);
+  for (float zc : {0.f, 37.5f, -1e4f}) {
+    const float z_hi = zc - (gap - 0.05f);  // still wins: z_hi + g_hi > zc + g_lo
+    ASSERT_GT(z_hi + sampler_gumbel(seed, step, i_hi), zc + sampler_gumbel(seed, step, i_lo));
+    EXPECT_FALSE(z_hi < gumbel_prune_below(zc)) << "the winner would be pruned at zc " << zc;
+  }
+}
+
 // The same seeded request alone, in batches of several sizes, at several positions, next to
 // rows with other features, on 1, 2 and 4 threads: identical tokens.
 TEST(SamplingOp, SeededTokensDoNotDependOnBatch) {

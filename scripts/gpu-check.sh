@@ -30,7 +30,8 @@
 #   (the decode kernels' time shares and DRAM GB/s under Nsight Compute; ncu_top_bs1 the same at
 #   batch 1),
 #   cpu_vs_cuda (gate: stories260K; the random models' agreement is a figure), new_arch_cuda
-#   (Qwen3-MoE, Mistral, Gemma 3 random models against the CPU backend), hf_compare
+#   (Qwen3-MoE, Mistral, Gemma 3 random models against the CPU backend), gguf_cuda (GGUF files
+#   on CUDA against their exact dequantization on the CPU), hf_compare
 #   (transformers on the same GPU and weights), hf_compare_tc (the same with the tc prefill, the
 #   accuracy half of making it the default), eager_vs_graph, engine_e2e_cuda (the engine
 #   tests on --device cuda; engine_e2e_cuda_tc with the tc prefill), determinism
@@ -74,7 +75,7 @@ NV="$BUILD/nanovllm"
 PY="$(command -v python3)"
 # The image's CMake / ctest may be pip packages beside python3.
 CTEST="$(command -v ctest || echo "$(dirname "$PY")/ctest")"
-export ROOT BUNDLE BUILD MODELS BIG SMALL NV LOGDIR PY PYTHONUNBUFFERED=1
+export ROOT BUNDLE BUILD MODELS BIG SMALL STORIES NV LOGDIR PY PYTHONUNBUFFERED=1
 FAILED=0
 
 elapsed() { echo $(($(date +%s) - START)); }
@@ -219,6 +220,19 @@ need new_arch_cuda "$NV" && step new_arch_cuda 150 bash -c 'set -e
   "$PY" "$ROOT/tests/reference/moe_router_margins.py" "$MODELS/qwen3_moe-small-bf16" || true
   exec "$PY" "$ROOT/tests/gpu/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/new_arch_cuda.json" \
     --gate qwen3_moe-tiny --gate mistral --gate gemma3_text "${ms[@]}"'
+# GGUF files on CUDA (issue 29): the engine loads their exact dequantization there (auto means
+# none on CUDA). Files written by tests/reference/gguf_ref.py (numpy): stories260K in Q8_0 and
+# Q4_K_M (its 64-wide rows fall back to Q5_0 / Q8_0, the legacy types), the random small Qwen3
+# in Q4_K_M (Q4_K and Q6_K). CPU reference: the same file with --quantization none (the exact
+# dequantized weights, f32); stories260K gates.
+need gguf_cuda "$NV" "$SMALL/config.json" "$STORIES/config.json" && step gguf_cuda 150 bash -c 'set -e
+  G="$MODELS/gguf"; mkdir -p "$G"
+  conv() { [ -f "$G/$3" ] || "$PY" "$ROOT/tests/reference/gguf_ref.py" convert "$1" "$G/$3" --type "$2"; }
+  conv "$STORIES" Q8_0 stories260K-q8_0.gguf
+  conv "$STORIES" Q4_K_M stories260K-q4_k_m.gguf
+  conv "$SMALL" Q4_K_M qwen3-small-q4_k_m.gguf
+  exec "$PY" "$ROOT/tests/gpu/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/gguf_cuda.json" \
+    --cpu-arg=--quantization=none --gate stories260K "$G"/*.gguf'
 HF_MODELS=("$BIG")
 for m in "$BUNDLE/models/stories260K-hf-bf16" "$STORIES"; do
   [ -f "$m/config.json" ] && HF_MODELS=("$m" "${HF_MODELS[@]}")

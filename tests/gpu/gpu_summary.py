@@ -86,7 +86,7 @@ def result_line(name, data, log_text, all_data=None):
         return test_counts(log_text)
     if data is None:
         return None
-    if name in ("cpu_vs_cuda", "cpu_vs_cuda_skinny", "new_arch_cuda"):  # gate models decide the step; the others are figures
+    if name in ("cpu_vs_cuda", "cpu_vs_cuda_skinny", "new_arch_cuda", "gguf_cuda"):  # gate models decide the step; the others are figures
         return "; ".join(f"{m}{' [gate]' if r.get('gate') else ''}: "
                          + (short(r.get("error")) or f"{fmt_logits(r['logits'])}, {fmt_greedy(r['greedy'])}")
                          for m, r in data["models"].items())

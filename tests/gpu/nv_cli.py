@@ -10,7 +10,13 @@ import tempfile
 import numpy as np
 
 
-def model_config(model_dir):
+def model_config(model_dir, nv=None):
+    """The model's config.json; for a .gguf file, the config nanovllm derives from its metadata
+    (`nanovllm gguf-info --json`, so nv is needed)."""
+    if model_dir.endswith(".gguf") and os.path.isfile(model_dir):
+        if nv is None:
+            raise ValueError(f"{model_dir}: a GGUF file's config needs the nanovllm binary")
+        return json.loads(run(nv, ["gguf-info", "--json", model_dir]))["config"]
     with open(os.path.join(model_dir, "config.json")) as f:
         return json.load(f)
 
@@ -67,9 +73,10 @@ def find_keys(obj, keys):
     return found
 
 
-def parse_args(many_models, gate=False, argv=None):
+def parse_args(many_models, gate=False, argv=None, cpu_args=False):
     """NANOVLLM_BIN, then one MODEL_DIR (a.model) or several (a.models), and --json-out; with
-    gate=True also --gate PREFIX (repeatable, a.gate: which models decide pass/fail)."""
+    gate=True also --gate PREFIX (repeatable, a.gate: which models decide pass/fail); with
+    cpu_args=True also --cpu-arg ARG (repeatable, a.cpu_arg: extra CLI arguments of the CPU runs)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("nv", help="the nanovllm binary")
     if many_models:
@@ -80,6 +87,9 @@ def parse_args(many_models, gate=False, argv=None):
     if gate:
         ap.add_argument("--gate", action="append", default=[],
                         help="folder-name prefix of a model whose result decides pass/fail")
+    if cpu_args:
+        ap.add_argument("--cpu-arg", action="append", default=[],
+                        help="an extra argument of the CPU backend's runs (e.g. --quantization=none)")
     return ap.parse_args(argv)
 
 

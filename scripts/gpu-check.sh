@@ -25,7 +25,8 @@
 #   bench`: bench.py's 256-sequence workload; decode attention v2 is the default since the first
 #   GPU run), bench_candidates (the same with the candidate prefill kernel:
 #   NANOVLLM_CUDA_PREFILL=tc), decode_step (step wall time, graphs vs eager),
-#   decode_step_skinny (the same with NANOVLLM_CUDA_GEMM=skinny; cpu_vs_cuda_skinny its gate),
+#   decode_step_skinny / decode_step_cublas (the same with NANOVLLM_CUDA_GEMM=skinny / cublas;
+#   cpu_vs_cuda_skinny the skinny kernel's gate),
 #   step_split (the step's host phases vs the device forward, from the engine's trace), ncu_top
 #   (the decode kernels' time shares and DRAM GB/s under Nsight Compute; ncu_top_bs1 the same at
 #   batch 1),
@@ -173,9 +174,12 @@ need bench_candidates "$NV" "$BIG/config.json" && step bench_candidates 120 \
   '"$NV" bench --device cuda --model "$BIG" --json --no-progress >"$LOGDIR/bench_candidates.json"'
 need decode_step "$NV" "$BIG/config.json" &&
   step decode_step 100 "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step.json" "$BIG"
-# The skinny decode GEMM (a candidate, BackendOptions::cuda_gemm): the same step times with it.
+# The decode linears (BackendOptions::cuda_gemm): the default `auto` takes the skinny kernel at
+# T = 1 only; the same step times with `skinny` (T <= 8) and with `cublas` (cuBLASLt throughout).
 need decode_step_skinny "$NV" "$BIG/config.json" && step decode_step_skinny 100 env NANOVLLM_CUDA_GEMM=skinny \
   "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step_skinny.json" "$BIG"
+need decode_step_cublas "$NV" "$BIG/config.json" && step decode_step_cublas 100 env NANOVLLM_CUDA_GEMM=cublas \
+  "$PY" "$T/decode_step.py" "$NV" --json-out "$LOGDIR/decode_step_cublas.json" "$BIG"
 # The decode step's wall time split into host phases and the device forward (engine trace).
 need step_split "$NV" "$BIG/config.json" &&
   step step_split 60 "$PY" "$T/step_split.py" "$NV" --json-out "$LOGDIR/step_split.json" "$BIG"
@@ -217,7 +221,7 @@ need new_arch_cuda "$NV" && step new_arch_cuda 150 bash -c 'set -e
     [ -f "$d/config.json" ] || "$NV" make-model --arch "$a" --preset "$p" --dtype bf16 --seed 0 --out "$d" >/dev/null
     ms+=("$d")
   done
-  "$PY" "$ROOT/tests/reference/moe_router_margins.py" "$MODELS/qwen3_moe-small-bf16" || true
+  timeout 40 "$PY" "$ROOT/tests/reference/moe_router_margins.py" "$MODELS/qwen3_moe-small-bf16" || true
   exec "$PY" "$ROOT/tests/gpu/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/new_arch_cuda.json" \
     --gate qwen3_moe-tiny --gate mistral --gate gemma3_text "${ms[@]}"'
 # GGUF files on CUDA (issue 29): the engine loads their exact dequantization there (auto means
@@ -227,12 +231,18 @@ need new_arch_cuda "$NV" && step new_arch_cuda 150 bash -c 'set -e
 # dequantized weights, f32); stories260K gates.
 need gguf_cuda "$NV" "$SMALL/config.json" "$STORIES/config.json" && step gguf_cuda 150 bash -c 'set -e
   G="$MODELS/gguf"; mkdir -p "$G"
-  conv() { [ -f "$G/$3" ] || "$PY" "$ROOT/tests/reference/gguf_ref.py" convert "$1" "$G/$3" --type "$2"; }
+  files=()
+  conv() {  # written under a temporary name: a killed conversion leaves no file to reuse
+    [ -f "$G/$3" ] || { "$PY" "$ROOT/tests/reference/gguf_ref.py" convert "$1" "$G/$3.tmp" --type "$2" &&
+                        mv "$G/$3.tmp" "$G/$3"; } && files+=("$G/$3")
+  }
   conv "$STORIES" Q8_0 stories260K-q8_0.gguf
   conv "$STORIES" Q4_K_M stories260K-q4_k_m.gguf
-  conv "$SMALL" Q4_K_M qwen3-small-q4_k_m.gguf
+  # (gguf_ref.py needs a tokenizer.json: make-model writes one only where the npm tokenizer
+  # packages are, so this one may be skipped)
+  conv "$SMALL" Q4_K_M qwen3-small-q4_k_m.gguf || echo "qwen3-small: not converted (no tokenizer.json?): skipped"
   exec "$PY" "$ROOT/tests/gpu/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/gguf_cuda.json" \
-    --cpu-arg=--quantization=none --gate stories260K "$G"/*.gguf'
+    --cpu-arg=--quantization=none --gate stories260K "${files[@]}"'
 HF_MODELS=("$BIG")
 for m in "$BUNDLE/models/stories260K-hf-bf16" "$STORIES"; do
   [ -f "$m/config.json" ] && HF_MODELS=("$m" "${HF_MODELS[@]}")

@@ -127,7 +127,7 @@ def result_line(name, data, log_text, all_data=None):
             line += "; skinny/cuBLASLt speedup by M: " + ", ".join(
                 f"M{m} {min(v):.2f}-{max(v):.2f}x" for m, v in sorted(by_m.items()))
         return line
-    if name in ("decode_step", "decode_step_skinny"):
+    if name in ("decode_step", "decode_step_skinny", "decode_step_cublas"):
         parts = []
         for r in data["rows"]:
             g, e = r["graph"].get("step_ms"), r["eager"].get("step_ms")

@@ -135,6 +135,33 @@ TEST(GpuSampler, SeededRowsAreBatchInvariant) {
   EXPECT_EQ(samplertest::sample_one(mine, p), alone);  // and the CPU agrees
 }
 
+// The split pass (sampler.cu) against the one-block path, bit for bit. min_p = 1e-30 sends a
+// sampling row down the one-block path without changing its token (it drops only entries more
+// than 69 below the max, and the noise spans under 20); num_logprobs = 0 does so for a greedy
+// row (greedy ignores the filters). Masks, suppression, logit_bias and penalties included, the
+// Qwen vocabulary (75 chunks, the last one partial) and a small one (one partial chunk), logits
+// spread (most entries pruned) and flat (none).
+TEST(GpuSampler, SplitPassEqualsOneBlockPath) {
+  NV_NEED_GPU();
+  for (int V : {151936, 1000}) {
+    for (float spread : {40.f, 0.01f}) {
+      const int S = 48;
+      const auto logits = normal_logits(size_t(S) * size_t(V), spread, uint32_t(V) + 7);
+      MixedBatch b(S, V, 3);
+      std::vector<SamplingRow> split = b.rows, whole = b.rows;
+      for (int r = 0; r < S; ++r) {
+        SamplingRow& p = split[size_t(r)];
+        p.top_k = -1, p.top_p = 1.f, p.min_p = 0.f, p.num_logprobs = -1;
+        whole[size_t(r)] = p;
+        if (is_greedy_temperature(p.temperature)) whole[size_t(r)].num_logprobs = 0;
+        else whole[size_t(r)].min_p = 1e-30f;
+      }
+      const SampleResult a = gpu_sample(logits, S, split), c = gpu_sample(logits, S, whole);
+      EXPECT_EQ(a.tokens, c.tokens) << "V " << V << " spread " << spread;
+    }
+  }
+}
+
 TEST(GpuSampler, Distribution) {
   NV_NEED_GPU();
   const int64_t S = 4000, V = 4;

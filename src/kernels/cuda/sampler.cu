@@ -127,8 +127,9 @@ __device__ uint32_t radix_select(ZFn zs, int64_t V, uint32_t floor, unsigned lon
   return prefix;
 }
 
-// The split path. A row that asks for no logprobs, top-k, top-p or min-p needs no quantity of
-// the whole row before its argmax: greedy is argmax z_i, and Gumbel-max is argmax z_i / T + g_i
+// The split path. A row that asks for no logprobs, and is greedy or has no top-k, top-p or
+// min-p, needs no quantity of the whole row before its argmax: greedy is argmax z_i (it ignores
+// the filters), and Gumbel-max is argmax z_i / T + g_i
 // (neither needs max z: that it is -inf shows as a winner of value -inf). So the row is cut into
 // chunks of kSplitChunk entries, one block each (sample_split_kernel, all rows' chunks in one
 // grid), and sample_kernel takes the best of the chunk winners. Argmax with ties to the lower
@@ -136,10 +137,7 @@ __device__ uint32_t radix_select(ZFn zs, int64_t V, uint32_t floor, unsigned lon
 // path, bit for bit. Why: one 1,024-thread block per row left a decode step of the H200 with
 // 1 to 2 blocks per SM, each thread with one load in flight, and read the row twice (max, then
 // the race): 194 us at batch 1 and 433 us at batch 256 per step (ncu, 2026-11-30), 12% of the step.
-__device__ __forceinline__ bool split_row(const SampleRowDev& p, int64_t V) {
-  return p.num_logprobs < 0 && !(p.top_k > 0 && p.top_k < V) && !(p.top_p < 1.f) &&
-         !(p.min_p > 0.f);
-}
+// Which rows: sample_split_row (sampler.h).
 
 __global__ void __launch_bounds__(kSplitThreads)
     sample_split_kernel(const float* logits, int64_t V, int nsplit, const SampleRowDev* rows,
@@ -151,16 +149,27 @@ __global__ void __launch_bounds__(kSplitThreads)
   const int64_t row = blockIdx.x / nsplit;
   const int chunk = int(blockIdx.x % nsplit);
   const SampleRowDev p = rows[row];
-  if (!split_row(p, V)) return;
+  if (!sample_split_row(p, V)) return;
   const int64_t c0 = int64_t(chunk) * kSplitChunk, c1 = min(V, c0 + kSplitChunk);
   RowView rv{logits + row * V, p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, nullptr,
              c0 / 32, edits + p.edit_begin, p.edit_count, p.penalties};
   if (p.edit_count > 0) {
     for (int w = threadIdx.x; w < kSplitChunk / 32; w += blockDim.x) edited_bits[w] = 0u;
+    // This chunk's edits (ascending tokens): [first token >= c0, first token >= c1).
+    auto first_at_least = [&](int64_t tok) {
+      int lo = 0, hi = p.edit_count;
+      while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (rv.edits[mid].token < tok) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const int e0 = first_at_least(c0), e1 = first_at_least(c1);
     __syncthreads();
-    for (int e = threadIdx.x; e < p.edit_count; e += blockDim.x) {
+    for (int e = e0 + threadIdx.x; e < e1; e += blockDim.x) {
       const int32_t t = rv.edits[e].token;
-      if (t >= c0 && t < c1) atomicOr(&edited_bits[(t - c0) >> 5], 1u << (t & 31));
+      atomicOr(&edited_bits[(t - c0) >> 5], 1u << (t & 31));
     }
     __syncthreads();
     rv.edited = edited_bits;
@@ -210,7 +219,7 @@ __global__ void __launch_bounds__(NT)
   RowView rv{logits + row * V, p.mask_offset >= 0 ? masks + p.mask_offset : nullptr, nullptr, 0,
              edits + p.edit_begin, p.edit_count, p.penalties};
   int64_t token = -1;
-  if (split_row(p, V)) {
+  if (sample_split_row(p, V)) {
     // 2-3 were done by sample_split_kernel: the best of its chunks' winners.
     ArgMax a = no_argmax();
     for (int c = threadIdx.x; c < nsplit; c += blockDim.x) {
@@ -260,7 +269,7 @@ __global__ void __launch_bounds__(NT)
   }
 
   // 2-3. Greedy or Gumbel-max over the processed logits; -1 = nothing samplable.
-  if (split_row(p, V)) {
+  if (sample_split_row(p, V)) {
     // done above
   } else if (is_greedy_temperature(p.temperature)) {
     ArgMax a = no_argmax();
@@ -342,7 +351,7 @@ size_t sample_scratch_bytes(int64_t S, int64_t V) {
 
 void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
                    const LogitEdit* edits, const uint32_t* masks, const SampleOutputs& out,
-                   void* scratch, cudaStream_t s) {
+                   void* scratch, bool any_split, cudaStream_t s) {
   if (S == 0) return;
   NV_CHECK(V > 0 && V < (int64_t(1) << 31), "bad vocabulary size ", V);
   NV_CHECK(S <= 0x7fffffff, "too many rows to sample: ", S);
@@ -356,9 +365,11 @@ void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev
   const int64_t nsplit = sample_split_count(V);
   NV_CHECK(S * nsplit <= 0x7fffffff, "too many rows to sample: ", S);
   auto* best = static_cast<SplitBest*>(scratch);
-  sample_split_kernel<<<unsigned(S * nsplit), kSplitThreads, 0, s>>>(logits, V, int(nsplit), rows,
-                                                                     edits, masks, best);
-  CUDA_CHECK_LAUNCH();
+  if (any_split) {
+    sample_split_kernel<<<unsigned(S * nsplit), kSplitThreads, 0, s>>>(logits, V, int(nsplit), rows,
+                                                                       edits, masks, best);
+    CUDA_CHECK_LAUNCH();
+  }
   sample_kernel<<<unsigned(S), NT, smem, s>>>(logits, V, rows, edits, masks, out, int(nsplit), best);
   CUDA_CHECK_LAUNCH();
 }

@@ -39,17 +39,25 @@ struct SampleOutputs {
   float* top_logprobs = nullptr;
 };
 
-// Rows without logprobs, top-k, top-p or min-p are raced in chunks of kSplitChunk entries, one
-// block per chunk, then reduced (sampler.cu): the same tokens, more of the GPU at small batches.
+// Rows that need no quantity of the whole row before their argmax (no logprobs; greedy, which
+// ignores top-k / top-p / min-p, or none of those filters) are raced in chunks of kSplitChunk
+// entries, one block per chunk, then reduced (sampler.cu): the same tokens, more of the GPU at
+// small batches. The host and both kernels decide with this one predicate.
+NV_HD bool sample_split_row(const SampleRowDev& p, int64_t V) {
+  return p.num_logprobs < 0 &&
+         (is_greedy_temperature(p.temperature) ||
+          (!(p.top_k > 0 && p.top_k < V) && !(p.top_p < 1.f) && !(p.min_p > 0.f)));
+}
 constexpr int64_t kSplitChunk = 2048;
 inline int64_t sample_split_count(int64_t V) { return (V + kSplitChunk - 1) / kSplitChunk; }
 // Device scratch launch_sample needs: one chunk winner per (row, chunk).
 size_t sample_scratch_bytes(int64_t S, int64_t V);
 
 // logits [S, V] F32 (device); rows [S], edits, masks (device); scratch: sample_scratch_bytes(S, V)
-// bytes of device memory, 16-byte aligned.
+// bytes of device memory, 16-byte aligned; any_split: some row is a sample_split_row (else the
+// split pass is not launched).
 void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
                    const LogitEdit* edits, const uint32_t* masks, const SampleOutputs& out,
-                   void* scratch, cudaStream_t s);
+                   void* scratch, bool any_split, cudaStream_t s);
 
 }  // namespace nanovllm::cuda

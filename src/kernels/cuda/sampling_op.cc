@@ -29,6 +29,7 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
   std::vector<LogitEdit> edits;
   std::vector<uint32_t> masks;
   int64_t num_top = 0;
+  bool any_split = false;
   for (int64_t r = 0; r < S; ++r) {
     const SamplingRow& in = batch.rows[size_t(r)];
     SampleRowDev& d = rows[size_t(r)];
@@ -49,6 +50,7 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
       d.mask_offset = int64_t(masks.size());
       masks.insert(masks.end(), in.allowed.begin(), in.allowed.end());
     }
+    any_split = any_split || sample_split_row(d, V);
   }
   const size_t rows_b = align16(rows.size() * sizeof(SampleRowDev));
   const size_t edits_b = align16(edits.size() * sizeof(LogitEdit));
@@ -82,7 +84,7 @@ SampleResult CudaBackend::sample(const Tensor& logits, const SamplingBatch& batc
   launch_sample(logits.data<float>(), S, V, reinterpret_cast<const SampleRowDev*>(d),
                 reinterpret_cast<const LogitEdit*>(d + rows_b),
                 reinterpret_cast<const uint32_t*>(d + rows_b + edits_b), out,
-                d + in_bytes + out_bytes, stream_);
+                d + in_bytes + out_bytes, any_split, stream_);
   char* ho = host + in_bytes;
   CUDA_CHECK(cudaMemcpyAsync(ho, o, out_bytes, cudaMemcpyDeviceToHost, stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));

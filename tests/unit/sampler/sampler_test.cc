@@ -2,6 +2,7 @@
 // kernels/sampling.h): greedy, temperature, top-k / top-p / min-p against an f64 reference,
 // the Philox noise, seeded batch invariance, the sampled distribution, logprobs, bad inputs.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 
@@ -148,13 +149,12 @@ TEST(SamplingOp, GumbelPruningKeepsTheChunkWinner) {
     if (trial % 5 == 1) z[gen() % size_t(n)] = -INFINITY;
     if (trial % 5 == 2) z[gen() % size_t(n)] = NAN;
     if (trial % 11 == 3) z[gen() % size_t(n)] = INFINITY;
-    if (trial % 4 == 0) {  // entries 20 +- a few ulps below the max: right at the bound
-      const float m = *std::max_element(z.begin(), z.end(), [](float a, float b) { return !(b <= a); });
-      for (int k = 0; k < 8; ++k) z[gen() % size_t(n)] = std::nextafter(m - 20.f, float(k % 3) - 1.f);
-    }
     float zc = -INFINITY;
     for (float v : z) zc = std::fmax(zc, v);
     const float below = gumbel_prune_below(zc);
+    if (trial % 4 == 0 && std::isfinite(below))  // entries right at the bound: kept, and pruned
+      for (int k = 0; k < 8; ++k)
+        z[gen() % size_t(n)] = k % 2 ? below : std::nextafter(below, -INFINITY);
     const uint64_t seed = gen(), step = gen() % 1000;
     // The CUDA kernel's order: larger value, then lower index; NaN never wins (better()).
     float bv_all = -INFINITY, bv_kept = -INFINITY;

@@ -221,7 +221,7 @@ need new_arch_cuda "$NV" && step new_arch_cuda 150 bash -c 'set -e
     [ -f "$d/config.json" ] || "$NV" make-model --arch "$a" --preset "$p" --dtype bf16 --seed 0 --out "$d" >/dev/null
     ms+=("$d")
   done
-  timeout 40 "$PY" "$ROOT/tests/reference/moe_router_margins.py" "$MODELS/qwen3_moe-small-bf16" || true
+  timeout --foreground 40 "$PY" "$ROOT/tests/reference/moe_router_margins.py" "$MODELS/qwen3_moe-small-bf16" || true
   exec "$PY" "$ROOT/tests/gpu/cpu_vs_cuda.py" "$NV" --json-out "$LOGDIR/new_arch_cuda.json" \
     --gate qwen3_moe-tiny --gate mistral --gate gemma3_text "${ms[@]}"'
 # GGUF files on CUDA (issue 29): the engine loads their exact dequantization there (auto means

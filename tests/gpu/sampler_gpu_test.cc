@@ -138,9 +138,9 @@ TEST(GpuSampler, SeededRowsAreBatchInvariant) {
 // The split pass (sampler.cu) against the one-block path, bit for bit. min_p = 1e-30 sends a
 // sampling row down the one-block path without changing its token (it drops only entries more
 // than 69 below the max, and the noise spans under 20); num_logprobs = 0 does so for a greedy
-// row (greedy ignores the filters). Masks, suppression, logit_bias and penalties included, the
-// Qwen vocabulary (75 chunks, the last one partial) and a small one (one partial chunk), logits
-// spread (most entries pruned) and flat (none).
+// row (greedy ignores the filters, which some of those rows carry). Masks, suppression,
+// logit_bias and penalties included, the Qwen vocabulary (75 chunks, the last one partial) and a
+// small one (one partial chunk), logits spread (most entries pruned) and flat (none).
 TEST(GpuSampler, SplitPassEqualsOneBlockPath) {
   NV_NEED_GPU();
   for (int V : {151936, 1000}) {
@@ -151,7 +151,10 @@ TEST(GpuSampler, SplitPassEqualsOneBlockPath) {
       std::vector<SamplingRow> split = b.rows, whole = b.rows;
       for (int r = 0; r < S; ++r) {
         SamplingRow& p = split[size_t(r)];
-        p.top_k = -1, p.top_p = 1.f, p.min_p = 0.f, p.num_logprobs = -1;
+        p.num_logprobs = -1;
+        // A greedy row keeps MixedBatch's filters (it takes the split pass anyway); a sampling
+        // row drops them.
+        if (!is_greedy_temperature(p.temperature)) p.top_k = -1, p.top_p = 1.f, p.min_p = 0.f;
         whole[size_t(r)] = p;
         if (is_greedy_temperature(p.temperature)) whole[size_t(r)].num_logprobs = 0;
         else whole[size_t(r)].min_p = 1e-30f;

@@ -152,9 +152,15 @@ TEST(SamplingOp, GumbelPruningKeepsTheChunkWinner) {
     float zc = -INFINITY;
     for (float v : z) zc = std::fmax(zc, v);
     const float below = gumbel_prune_below(zc);
-    if (trial % 4 == 0 && std::isfinite(below))  // entries right at the bound: kept, and pruned
-      for (int k = 0; k < 8; ++k)
-        z[gen() % size_t(n)] = k % 2 ? below : std::nextafter(below, -INFINITY);
+    if (trial % 4 == 0 && std::isfinite(below)) {  // entries right at the bound: kept, and pruned
+      const size_t imax = size_t(std::find(z.begin(), z.end(), zc) - z.begin());  // zc stays the max
+      for (int k = 0; k < 8; ++k) {
+        size_t j;
+        do j = gen() % size_t(n);
+        while (j == imax);
+        z[j] = k % 2 ? below : std::nextafter(below, -INFINITY);
+      }
+    }
     const uint64_t seed = gen(), step = gen() % 1000;
     // The CUDA kernel's order: larger value, then lower index; NaN never wins (better()).
     float bv_all = -INFINITY, bv_kept = -INFINITY;

@@ -78,7 +78,15 @@ const api = (() => {
       signal: opts.signal,
       cache: 'no-store',
     });
+    const sentWith = key();
     let res = await make();
+    // Sent before a key was entered (the page's first requests race the dialog): retry with the
+    // key now held rather than asking again. Under load the dashboard's 401 could open the
+    // dialog, the key be entered, and only then /v1/models' 401 arrive and ask a second time.
+    if (res.status === 401 && key() && key() !== sentWith) {
+      await res.text().catch(() => {});
+      res = await make();
+    }
     if (res.status === 401) {
       const hadKey = !!key();
       await res.text().catch(() => {});

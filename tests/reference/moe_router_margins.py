@@ -24,7 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
-from ref_model import RefModel, silu  # noqa: E402
+from ref_model import RefModel  # noqa: E402
 import nv_cli  # noqa: E402
 
 
@@ -36,38 +36,22 @@ def to_bf16(a):
 
 
 class RecordingModel(RefModel):
-    """RefModel whose MoE blocks record their routing (and can round the router's input)."""
+    """RefModel whose MoE routers record their choices (and can see a bf16-rounded input)."""
 
     def __init__(self, config, weights, round_router_input=False):
         super().__init__(config, weights)
         self.round_router_input = round_router_input
         self.records = []  # per MoE call: {"margins": [T], "top": [T][k]}
 
-    def _moe(self, x, L):
-        c = self.c
+    def _router_logits(self, x, L):
         xr = to_bf16(x) if self.round_router_input else x
-        logits = xr @ L["router"].T  # [T, E]
+        logits = xr @ L["router"].T  # [T, E]; RefModel._moe routes on them, experts on exact x
         order = np.argsort(-logits, axis=1, kind="stable")
-        k = c.num_experts_per_tok
+        k = self.c.num_experts_per_tok
         srt = np.take_along_axis(logits, order, axis=1)
-        margins = srt[:, k - 1] - srt[:, k] if k < c.num_experts else np.full(x.shape[0], np.inf)
+        margins = srt[:, k - 1] - srt[:, k] if k < self.c.num_experts else np.full(x.shape[0], np.inf)
         self.records.append({"margins": margins, "top": [sorted(r[:k].tolist()) for r in order]})
-        if not self.round_router_input:
-            return super()._moe(x, L)
-        # The same block, its experts chosen and weighted from the rounded input (expert math
-        # in f64 on the exact input).
-        out = np.zeros_like(x)
-        p = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        p /= p.sum(axis=-1, keepdims=True)
-        for t in range(x.shape[0]):
-            top = sorted(range(c.num_experts), key=lambda j: (-p[t, j], j))[:k]
-            w = p[t, top]
-            if c.norm_topk_prob:
-                w = w / w.sum()
-            for j, wj in sorted(zip(top, w)):
-                gate, up, down = L["experts"][j]
-                out[t] += wj * (down @ (silu(gate @ x[t]) * (up @ x[t])))
-        return out
+        return logits
 
 
 def analyze(model_dir, prompt_len=64, seed=1):

@@ -190,12 +190,16 @@ class RefModel:
         b = L.get(name + "_b")
         return y if b is None else y + b
 
+    def _router_logits(self, x, L):
+        """The router's logits [T, E] (a hook: moe_router_margins.py records and perturbs them)."""
+        return x @ L["router"].T
+
     def _moe(self, x, L):
         """Qwen3MoeSparseMoeBlock: router probabilities softmax(x W_r^T) per token, its top k
         experts (ties: the lower id), their probabilities renormalized to sum 1 when
         norm_topk_prob; out = sum over those experts of p * down(silu(gate x) * up x)."""
         c = self.c
-        logits = x @ L["router"].T  # [T, E]
+        logits = self._router_logits(x, L)  # [T, E]
         p = np.exp(logits - logits.max(axis=-1, keepdims=True))
         p /= p.sum(axis=-1, keepdims=True)
         out = np.zeros_like(x)

@@ -20,10 +20,6 @@ __device__ __forceinline__ ArgMax better(ArgMax a, ArgMax b) {
   if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
   return a;
 }
-struct SplitBest {  // a chunk's winner (sample_split_kernel -> sample_kernel)
-  float v;
-  int64_t i;
-};
 // Loses to every candidate, -inf ones included.
 __device__ __forceinline__ ArgMax no_argmax() { return ArgMax{-INFINITY, INT64_MAX}; }
 
@@ -141,7 +137,7 @@ __device__ uint32_t radix_select(ZFn zs, int64_t V, uint32_t floor, unsigned lon
 
 __global__ void __launch_bounds__(kSplitThreads)
     sample_split_kernel(const float* logits, int64_t V, int nsplit, const SampleRowDev* rows,
-                        const LogitEdit* edits, const uint32_t* masks, SplitBest* scratch) {
+                        const LogitEdit* edits, const uint32_t* masks, ArgMax* scratch) {
   __shared__ uint32_t edited_bits[kSplitChunk / 32];  // this chunk's words of the bitmap
   __shared__ float red[33];
   __shared__ float sv[33];
@@ -201,13 +197,13 @@ __global__ void __launch_bounds__(kSplitThreads)
     }
   }
   a = block_argmax(a, sv, si);
-  if (threadIdx.x == 0) scratch[row * nsplit + chunk] = SplitBest{a.v, a.i};
+  if (threadIdx.x == 0) scratch[row * nsplit + chunk] = a;  // the chunk's winner
 }
 
 __global__ void __launch_bounds__(NT)
     sample_kernel(const float* logits, int64_t V, const SampleRowDev* rows,
                   const LogitEdit* edits, const uint32_t* masks, SampleOutputs out,
-                  int nsplit, const SplitBest* scratch) {
+                  int nsplit, const ArgMax* scratch) {
   extern __shared__ uint32_t edited_bits[];  // ceil(V / 32) words
   __shared__ float red[33];
   __shared__ float sv[33];
@@ -222,10 +218,7 @@ __global__ void __launch_bounds__(NT)
   if (sample_split_row(p, V)) {
     // 2-3 were done by sample_split_kernel: the best of its chunks' winners.
     ArgMax a = no_argmax();
-    for (int c = threadIdx.x; c < nsplit; c += blockDim.x) {
-      const SplitBest b = scratch[row * nsplit + c];
-      a = better(a, ArgMax{b.v, b.i});
-    }
+    for (int c = threadIdx.x; c < nsplit; c += blockDim.x) a = better(a, scratch[row * nsplit + c]);
     a = block_argmax(a, sv, si);
     if (a.v != -INFINITY) token = a.i;
   } else if (p.edit_count > 0) {
@@ -346,7 +339,7 @@ __global__ void __launch_bounds__(NT)
 }  // namespace
 
 size_t sample_scratch_bytes(int64_t S, int64_t V) {
-  return size_t(S) * size_t(sample_split_count(V)) * sizeof(SplitBest);
+  return size_t(S) * size_t(sample_split_count(V)) * sizeof(ArgMax);
 }
 
 void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev* rows,
@@ -364,7 +357,7 @@ void launch_sample(const float* logits, int64_t S, int64_t V, const SampleRowDev
   }
   const int64_t nsplit = sample_split_count(V);
   NV_CHECK(S * nsplit <= 0x7fffffff, "too many rows to sample: ", S);
-  auto* best = static_cast<SplitBest*>(scratch);
+  auto* best = static_cast<ArgMax*>(scratch);
   if (any_split) {
     sample_split_kernel<<<unsigned(S * nsplit), kSplitThreads, 0, s>>>(logits, V, int(nsplit), rows,
                                                                        edits, masks, best);

@@ -112,7 +112,7 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
         return k;
       }
       return parse_quant_scheme(bits == 6 ? "int6-g16-k" : bits == 3 ? "int3-g16-k" : bits == 2 ? "int2-g16-zp-k"
-                                : q5_1 ? "int5-g32-zp-f32" : bits == 5 ? "int5-g32-zp-k" : "int4-g32-nl");
+                                : q5_1 ? "int5-g32-zp" : bits == 5 ? "int5-g32-zp-k" : "int4-g32-nl");
     };
     // A Qwen3-MoE expert's projections run as stored (gate / up through
     // DecoderModel::column_linear) only when its gate is stored; else the dense way.
@@ -120,15 +120,16 @@ double weight_bytes_per_token(const std::string& dir, const ModelLoadOptions& op
     std::string gate = name;
     for (const char* p : {".up_proj.", ".down_proj."})
       if (const size_t at = gate.find(p); at != std::string::npos) gate.replace(at, std::strlen(p), ".gate_proj.");
-    bool stored = gguf && (!expert || ws.has_int4(gate)), q5_1 = false;
+    bool stored = gguf && (!expert || ws.has_int4(gate)), q5_1 = false, q5_k = false;
     for (const auto& part : group) {
       stored = stored && ws.has_int4(part) && ws.int4_bits(part) == ws.int4_bits(name) &&
                ws.int4_table(part) == ws.int4_table(name);
-      q5_1 = q5_1 || (ws.has_int4(part) && as_stored(part).str() == "int5-g32-zp-f32");
+      q5_1 = q5_1 || (ws.has_int4(part) && as_stored(part).str() == "int5-g32-zp");
+      q5_k = q5_k || (ws.has_int4(part) && as_stored(part).str() == "int5-g32-zp-k");
     }
     const bool parts = gguf && !stored && (!expert || ws.has_int4(gate)) && mixed_quantized_parts(ws, group, opt);
     const QuantScheme q = name == head                    ? opt.lm_head_quant
-                          : stored && q5_1                  ? parse_quant_scheme("int5-g32-zp-f32")  // Q5_K with Q5_1
+                          : stored && q5_1 && q5_k          ? parse_quant_scheme("int5-g32-zp-f32")  // Q5_K with Q5_1
                           : stored || (parts && ws.has_int4(name)) ? as_stored(name)
                           : parts                           ? opt.scheme_for({name})
                                                             : opt.scheme_for(group);

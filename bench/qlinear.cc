@@ -8,7 +8,8 @@
 // --cpu-time (with --threads 1): time the calling thread's CPU time instead of wall time, so a
 // loaded machine's descheduling does not count (it still shares caches and the memory bus).
 // int4-g32-zp-k, int5-g32-zp-k, int6-g16-k and int3-g16-k (the forms a GGUF's Q4_K, Q5_K, Q6_K and Q3_K keep) come from random codes and
-// factors through prepare_linear_int4, as the loader hands them over.
+// factors through prepare_linear_int4, as the loader hands them over; int5-g32-zp (a Q5_1's) and
+// int5-g32-zp-f32 likewise from random codes, f16 d and m (q51_groups).
 // --m 1,4,16,64,512 (the default): the activation rows per call; prefill's are up to
 // max_num_batched_tokens (16,384), whose x8 no longer fits a core's L2.
 // Usage: bench_qlinear [--rounds N] [--threads T] [--cpu-time] [--formats a,b,..] [--m a,b,..] [--json]
@@ -79,6 +80,28 @@ Int4Groups k_quant_groups(int64_t N, int64_t K, int bits, std::mt19937& rng) {
     }
   return w;
 }
+
+// Random Q5_1-shaped groups (codes 0..31, per 32 columns an f16 scale d and min m, no
+// superblocks): int5-g32-zp; `f32`: every scale nudged off the f16 grid, so the same codes take
+// int5-g32-zp-f32 (the form of Q5_K groups fused with Q5_1 ones).
+Int4Groups q51_groups(int64_t N, int64_t K, bool f32, std::mt19937& rng) {
+  Int4Groups w;
+  w.bits = 5;
+  w.N = N, w.K = K, w.G = K / 32;
+  w.q = Tensor::empty({N, K}, DType::U8);
+  w.scales = Tensor::empty({N, w.G}, DType::F32);
+  w.mins = Tensor::empty({N, w.G}, DType::F32);
+  w.g_idx = Tensor::empty({K}, DType::I32);
+  for (int64_t k = 0; k < K; ++k) w.g_idx.data<int32_t>()[k] = int32_t(k / 32);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> du(1e-3f, 3e-3f), mu(-0.05f, 0.f);
+  for (int64_t i = 0; i < N * K; ++i) w.q.data<uint8_t>()[i] = uint8_t(byte(rng) & 31);
+  for (int64_t i = 0; i < N * w.G; ++i) {
+    w.scales.data<float>()[i] = f16_to_f32(f32_to_f16(du(rng))) * (f32 ? 1.f + 0x1p-13f : 1.f);
+    w.mins.data<float>()[i] = f16_to_f32(f32_to_f16(mu(rng)));
+  }
+  return w;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,7 +112,7 @@ int main(int argc, char** argv) {
   // and kernel differ).
   std::vector<std::string> formats = {"bf16", "int8", "int8-g32", "int4-g32", "int4-g64", "int4-g32-zp",
                                       "int4-g64-zp", "int4-g32-zp-f32", "int4-g32-zp-k", "int5-g32-zp-k",
-                                      "int6-g16-k", "int3-g16-k"};
+                                      "int6-g16-k", "int3-g16-k", "int5-g32-zp", "int5-g32-zp-f32"};
   std::vector<int64_t> Ms = {1, 4, 16, 64, 512};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::atoi(argv[++i]);
@@ -143,6 +166,10 @@ int main(int argc, char** argv) {
     for (const auto& f : formats) {
       std::vector<LinearWeight> copies;
       for (int c = 0; c < kCopies; ++c) {
+        if (f == "int5-g32-zp" || f == "int5-g32-zp-f32") {
+          copies.push_back(be->prepare_linear_int4(q51_groups(shapes[s].N, shapes[s].K, f == "int5-g32-zp-f32", rng)));
+          continue;
+        }
         if (f == "int4-g32-zp-k" || f == "int5-g32-zp-k" || f == "int6-g16-k" || f == "int3-g16-k") {
           const int bits = f == "int6-g16-k" ? 6 : f == "int3-g16-k" ? 3 : f == "int5-g32-zp-k" ? 5 : 4;
           copies.push_back(be->prepare_linear_int4(k_quant_groups(shapes[s].N, shapes[s].K, bits, rng)));

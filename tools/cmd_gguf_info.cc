@@ -103,14 +103,14 @@ int run_gguf_info(int argc, char** argv) {
     const auto per_tensor = nanovllm::gguf_tensor_quantization(model);
     std::map<std::string, int> by_scheme;
     // A Q4_K / Q5_K / Q6_K / Q3_K / Q2_K / IQ4 tensor runs as stored (int4-g32-zp-k / int5-g32-zp-k /
-    // int6-g16-k / int3-g16-k / int2-g16-zp-k / int5-g32-zp-f32 (Q5_1) / int4-g32-nl;
+    // int6-g16-k / int3-g16-k / int2-g16-zp-k / int5-g32-zp (Q5_1) / int4-g32-nl;
     // int4-g32-zp-f32 for Q4_K when a tensor-parallel cut splits its superblocks); fused with a
     // part of another type it keeps that form as a composite's part (a dense part aside).
     for (const auto& [name, q] : per_tensor)
       if (ck->tensors().at(name).expert <= 0)
         by_scheme[ck->int4_bits(name) == 6   ? "int6-g16-k"
                   : ck->int4_bits(name) == 5 ? (ck->tensors().at(name).t->type == uint32_t(nanovllm::GgmlType::Q5_1)
-                                                    ? "int5-g32-zp-f32" : "int5-g32-zp-k")
+                                                    ? "int5-g32-zp" : "int5-g32-zp-k")
                   : ck->int4_bits(name) == 3 ? "int3-g16-k"
                   : ck->int4_bits(name) == 2 ? "int2-g16-zp-k"
                   : ck->int4_table(name)     ? "int4-g32-nl"

@@ -100,12 +100,12 @@ inline constexpr std::string_view kTaskChoices[] = {"auto", "generate", "embed"}
 // kernels/quantized.h: parse_quant_scheme() takes each of these.
 inline constexpr std::string_view kQuantizationChoices[] = {
     "auto", "none", "int8", "int8-g32", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp"};
-// int6-g16-k / int5-g32-zp-k / int5-g32-zp-f32 / int3-g16-k / int2-g16-zp-k: a GGUF's Q6_K / Q5_K /
+// int6-g16-k / int5-g32-zp-k / int5-g32-zp / int3-g16-k / int2-g16-zp-k: a GGUF's Q6_K / Q5_K /
 // Q5_1 / Q3_K / Q2_K LM head as stored (what auto picks for one; named here so that LLM::config()
-// is a valid input).
+// is a valid input; int5-g32-zp-f32, Q5_1's form until 2026-11-30, is still taken).
 inline constexpr std::string_view kLmHeadQuantizationChoices[] = {
     "auto", "none", "int8", "int8-g32", "int4", "int4-g32", "int4-g64", "int4-g32-zp", "int4-g64-zp",
-    "int6-g16-k", "int5-g32-zp-k", "int5-g32-zp-f32", "int3-g16-k", "int2-g16-zp-k"};
+    "int6-g16-k", "int5-g32-zp-k", "int5-g32-zp", "int5-g32-zp-f32", "int3-g16-k", "int2-g16-zp-k"};
 inline constexpr std::string_view kKvCacheDtypeChoices[] = {"auto", "f32", "bf16", "int8"};
 inline constexpr std::string_view kSpeculativeChoices[] = {"none", "ngram", "draft"};
 

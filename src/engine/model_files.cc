@@ -121,7 +121,7 @@ QuantScheme gguf_lm_head_quantization(const std::string& model) {
   const std::string head = ck->tensors().count("lm_head.weight") ? "lm_head.weight" : "model.embed_tokens.weight";
   if (ck->int4_bits(head) == 6) return parse_quant_scheme("int6-g16-k");
   if (ck->int4_bits(head) == 5)  // Q5_K, or Q5_1 (no superblocks)
-    return parse_quant_scheme(ck->tensors().at(head).t->type == uint32_t(GgmlType::Q5_1) ? "int5-g32-zp-f32"
+    return parse_quant_scheme(ck->tensors().at(head).t->type == uint32_t(GgmlType::Q5_1) ? "int5-g32-zp"
                                                                                           : "int5-g32-zp-k");
   if (ck->int4_bits(head) == 2) return parse_quant_scheme("int2-g16-zp-k");
   if (ck->int4_bits(head) == 3) return parse_quant_scheme("int3-g16-k");

@@ -33,8 +33,8 @@ std::unique_ptr<Tokenizer> load_model_tokenizer(const std::string& model);
 // (per-tensor schemes below serve the linears and the MoE experts). On the CPU under auto, Q4_K
 // Q5_K and Q6_K linears run as stored instead (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k: ModelLoadOptions::
 // checkpoint_int4), Q3_K in its own form (int3-g16-k) and IQ4_NL / IQ4_XS as table codes
-// (int4-g32-nl), Q2_K in its own form (int2-g16-zp-k), Q5_1 as 5-bit codes with f32 scales and mins
-// (int5-g32-zp-f32), all lossless; a fused weight whose parts differ in form (a Q4_K q / k
+// (int4-g32-nl), Q2_K in its own form (int2-g16-zp-k), Q5_1 as 5-bit codes with its f16 scales and mins
+// (int5-g32-zp), all lossless; a fused weight whose parts differ in form (a Q4_K q / k
 // with a Q6_K v) runs each part in its own (a composite weight, models/decoder.h
 // mixed_quantized_parts), and the table's schemes serve the parts that are not stored as they are.
 QuantScheme gguf_default_quantization(const std::string& model);

@@ -35,7 +35,7 @@ ResolvedConfig resolve(const Config& config) {
     r.checkpoint_int4 = c.quantization == "auto" && r.device == Device::CPU;
   }
   // auto: a GGUF head in Q6_K / Q5_K / Q5_1 / Q3_K / Q2_K runs as stored (int6-g16-k / int5-g32-zp-k /
-  // int5-g32-zp-f32 / int3-g16-k / int2-g16-zp-k, on the CPU under auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
+  // int5-g32-zp / int3-g16-k / int2-g16-zp-k, on the CPU under auto); else the LM head follows the layers, except that int4 layers get an int8 head: on
   // qwen3-0.6b it decoded 2-6% slower than an int4 head and cut stories260K's KL by 16%
   // (docs/perf.md, "LM head"; llama.cpp's Q4_0 also keeps its output tensor at 6 bits).
   const QuantScheme stored_head = c.quantization == "auto" && r.device == Device::CPU
@@ -43,12 +43,17 @@ ResolvedConfig resolve(const Config& config) {
   if (c.lm_head_quantization != "auto") {
     r.lm_head_quantization = parse_quant_scheme(c.lm_head_quantization);
     const QuantKind k = r.lm_head_quantization.kind;
-    if (k == QuantKind::Int5 || k == QuantKind::Int6 || k == QuantKind::Int3 || k == QuantKind::Int2)  // only a file's own head can be held so
-      NV_CHECK(r.device == Device::CPU && gguf_lm_head_quantization(c.model).str() == c.lm_head_quantization,
+    if (k == QuantKind::Int5 || k == QuantKind::Int6 || k == QuantKind::Int3 || k == QuantKind::Int2) {  // only a file's own head can be held so
+      const QuantScheme own = r.device == Device::CPU ? gguf_lm_head_quantization(c.model) : QuantScheme{};
+      // (int5-g32-zp-f32 named a Q5_1 head until 2026-11-30: a saved config keeps working.)
+      const bool q51_old_name = own.str() == "int5-g32-zp" && c.lm_head_quantization == "int5-g32-zp-f32";
+      NV_CHECK(own.str() == c.lm_head_quantization || q51_old_name,
                "lm_head_quantization '", c.lm_head_quantization, "' keeps a GGUF's ",
                k == QuantKind::Int6 ? "Q6_K" : k == QuantKind::Int5 ? "Q5_K / Q5_1" : k == QuantKind::Int3 ? "Q3_K" : "Q2_K",
                " LM head as stored, on the CPU; the LM head of '",
                c.model, "' on ", device_name(r.device), " is not one (use auto, none or a --quantization value)");
+      r.lm_head_quantization = own;
+    }
   } else if (stored_head.enabled())  // a GGUF's Q6_K (Q5_K) head, llama-quantize's default, as stored
     r.lm_head_quantization = stored_head;
   else if (r.quantization.kind == QuantKind::Int4)

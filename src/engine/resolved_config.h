@@ -28,7 +28,7 @@ struct ResolvedConfig {
   SchedulePolicy policy = SchedulePolicy::kPrefillFirst;
   QuantScheme quantization;           // the layers' linear weights
   // auto: a GGUF's Q6_K / Q5_K / Q5_1 / Q3_K / Q2_K head as stored (CPU, quantization auto:
-  // int6-g16-k / int5-g32-zp-k / int5-g32-zp-f32 / int3-g16-k / int2-g16-zp-k); else int8 with int4 layers, else the layers' scheme
+  // int6-g16-k / int5-g32-zp-k / int5-g32-zp / int3-g16-k / int2-g16-zp-k); else int8 with int4 layers, else the layers' scheme
   QuantScheme lm_head_quantization;
   // auto, CPU, a GGUF model: each linear weight's own scheme (model_files.h,
   // gguf_tensor_quantization); `quantization` is then the majority's (reported; the LM head's

@@ -12,7 +12,7 @@ std::string QuantScheme::str() const {
     case QuantKind::Int4:
       return "int4-g" + std::to_string(group) + (zero_points ? "-zp" : "") + (f32_params ? "-f32" : "") +
              (k_superblocks ? "-k" : "") + (nl_table ? "-nl" : "");
-    case QuantKind::Int5: return k_superblocks ? "int5-g32-zp-k" : "int5-g32-zp-f32";
+    case QuantKind::Int5: return k_superblocks ? "int5-g32-zp-k" : f32_params ? "int5-g32-zp-f32" : "int5-g32-zp";
     case QuantKind::Int6: return "int6-g16-k";
     case QuantKind::Int2: return "int2-g16-zp-k";
     case QuantKind::Int3: return "int3-g16-k";
@@ -33,10 +33,11 @@ QuantScheme parse_quant_scheme(const std::string& s) {
     q.zero_points = q.k_superblocks = true;
     return q;
   }
-  if (s == "int5-g32-zp-f32") {  // ggml's Q5_1 as stored (a GGUF's; quantize_weight refuses it)
-    q.kind = QuantKind::Int5;
+  if (s == "int5-g32-zp" || s == "int5-g32-zp-f32") {  // ggml's Q5_1 as stored (a GGUF's; quantize_weight
+    q.kind = QuantKind::Int5;                          // refuses it); -f32: fused with Q5_K parts
     q.group = 32;
-    q.zero_points = q.f32_params = true;
+    q.zero_points = true;
+    q.f32_params = s == "int5-g32-zp-f32";
     return q;
   }
   if (s == "int6-g16-k") {  // ggml's Q6_K as stored (a GGUF's; quantize_weight refuses it)

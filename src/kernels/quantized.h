@@ -16,10 +16,11 @@
 //     `f32_params`: the products in f32 (any grouping, e.g. a tensor-parallel cut: 6 bits).
 // - int5-g32-zp-k (made only by a repack of ggml's Q5_K): Q4_K's form (w = d x sc x q - dmin x m,
 //   per 32 k, the factors per 256) with q in [0, 31]: 5.625 bits per weight (the file: 5.5).
-// - int5-g32-zp-f32 (made only by a repack of ggml's Q5_1, or of Q5_K groups fused with Q5_1 ones,
-//   whose superblock factors the fusion drops): per group of 32, w = scale[g] * q +
-//   min[g], q in [0, 31], f32 scale and min (Q5_1's f16 d and m, or Q5_K's exact products): 7 bits
-//   per weight (the file: 6).
+// - int5-g32-zp (made only by a repack of ggml's Q5_1): per group of 32, w = scale[g] * q + min[g],
+//   q in [0, 31], the file's f16 d and m as stored: 6 bits per weight, the file's own form and size.
+// - int5-g32-zp-f32 (made only by a repack of Q5_K groups fused with Q5_1 ones, whose superblock
+//   factors the fusion drops, or of any such groups whose scale or min is not an f16 value): as
+//   int5-g32-zp with f32 scale and min (Q5_K's exact d x sc, dmin x m take up to 17 bits): 7 bits.
 // - int4-g32-nl (made only by a repack of ggml's IQ4_NL / IQ4_XS): per group of 32, w = scale[g] *
 //   kIq4nlTable[q] (kernels/int4_groups.h: ggml's 16 values in [-127, 113]), q in [0, 15], an
 //   f32 scale (IQ4_XS's d x (ls - 32) takes up to 17 significant bits): 5 bits per weight.
@@ -60,8 +61,9 @@
 //   of 320 bytes: 4 lines of nibbles as int4's, then a line whose byte 4r + j holds in bit v the
 //   fifth bit of the code of k = 4v + j][8 x 16 u8 sc][8 x 16 u8 m][16 f16 d][16 f16 dmin]
 //   (2880 bytes = 45 lines; int5_code below).
-// - int5-g32-zp-f32: Kp = K rounded up to 32; a block is Kp / 32 records of [int5-g32-zp-k's group
-//   record: 4 lines of nibbles, 1 line of fifth bits][16 f32 scales][16 f32 mins] (448 bytes).
+// - int5-g32-zp: Kp = K rounded up to 32; a block is Kp / 32 records of [int5-g32-zp-k's group
+//   record: 4 lines of nibbles, 1 line of fifth bits][16 f16 scales][16 f16 mins] (384 bytes).
+//   int5-g32-zp-f32: the same with [16 f32 scales][16 f32 mins] (448 bytes).
 // - int6-g16-k: Kp = K, a multiple of 256. A block is [the 16 rows' f16 d of each superblock,
 //   Kp / 256 x 32 bytes, zero-padded to a multiple of 64] then Kp / 256 superblocks of
 //   [16 groups x 3 lines P0 P1 P2][16 x 16 i8 sc, group u's at 16u] (3328 bytes = 52 lines). In
@@ -80,7 +82,7 @@
 //   and of v = 5 (bit 7). Six of the eight vectors take a shift and a mask (int3_code below).
 // - act_index (int4 weights repacked from GPTQ / AWQ checkpoints, kernels/cpu/pack_int4.h; int5 /
 //   int6 / int2 ones from a tensor-parallel cut inside a superblock, kernels/cpu/pack_kquants.h, or
-//   inside a group of int5-g32-zp-f32):
+//   inside a group of int5-g32-zp / int5-g32-zp-f32):
 //   the kernel's column k multiplies x[:, act_index[k]] (-1: zero), so groups that a checkpoint
 //   stores out of order (GPTQ act-order) or cut (a tensor-parallel slice) become contiguous
 //   groups of the layout. The gather is a copy: it changes no product.
@@ -89,6 +91,7 @@
 //   layout, reading the same input, and writes its own output columns, in order.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,8 +127,8 @@ struct QuantScheme {
 };
 // "none" | "" | "int8" | "int8-g32" | "int4" (the default int4 scheme) | "int4-g32" | "int4-g64" |
 // "int4-g32-zp" | "int4-g64-zp" | "int4-g32-zp-f32" | "int4-g32-nl" | "int5-g32-zp-k" | "int6-g16-k" |
-// "int3-g16-k" | "int2-g16-zp-k" | "int5-g32-zp-f32" (the last seven name repack layouts; quantize_weight
-// refuses the last six). Throws naming the value and
+// "int3-g16-k" | "int2-g16-zp-k" | "int5-g32-zp" | "int5-g32-zp-f32" (the last eight name repack
+// layouts; quantize_weight refuses the last seven). Throws naming the value and
 // the choices otherwise.
 QuantScheme parse_quant_scheme(const std::string& s);
 
@@ -150,7 +153,8 @@ struct QuantizedWeight {
   int64_t group_record_bytes() const {  // (k_superblocks: the lines of a group, 256 bytes)
     if (scheme.kind == QuantKind::Int8) return 16 * scheme.group + 64;
     if (scheme.kind == QuantKind::Int6) return 192;  // P0 P1 P2
-    if (scheme.kind == QuantKind::Int5) return scheme.k_superblocks ? 320 : 448;  // 4 nibble lines + 1 bit line (+ f32 params)
+    if (scheme.kind == QuantKind::Int5)  // 4 nibble lines + 1 bit line (+ f16 / f32 params)
+      return scheme.k_superblocks ? 320 : scheme.f32_params ? 448 : 384;
     if (scheme.kind == QuantKind::Int2) return 64;   // 1 line of 2-bit codes
     if (scheme.kind == QuantKind::Int3) return 96;   // half a record of 3 lines per pair of groups
     if (scheme.k_superblocks) return 8 * scheme.group;
@@ -179,6 +183,19 @@ inline int int5_code(const uint8_t* record, int64_t r, int e) {
   const int64_t j = 4 * r + e % 4;
   const int nib = (record[64 * (e / 8) + j] >> ((e % 8) >= 4 ? 4 : 0)) & 15;
   return nib | (((record[256 + j] >> (e / 4)) & 1) << 4);
+}
+
+// int5-g32-zp / int5-g32-zp-f32: parameter i of a group's record (i < 16: row i's scale; 16 + i:
+// its min), stored as f16 or as f32 after the code lines.
+inline float int5_param(const uint8_t* record, bool f32, int64_t i) {
+  if (f32) {
+    float v;
+    std::memcpy(&v, record + 320 + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, record + 320 + 2 * i, 2);
+  return f16_to_f32(h);
 }
 
 // int6-g16-k: the code (0..63) of element e (0..15) of row r in a group's lines P0 P1 P2.

@@ -58,7 +58,7 @@ void unpack_row_q5_k(const uint8_t* src, int64_t n, uint8_t* q, float* scale, fl
                      float* dmin, uint8_t* sc, uint8_t* m);
 // One Q5_1 row of n elements (n % 32 == 0) as 5-bit codes q[n] (0..31) and its f16 d and m per 32
 // as scale[n / 32] and min[n / 32], so that dequantize_row gives exactly scale[k / 32] * q[k] +
-// min[k / 32]: the int5-g32-zp-f32 kernels' lossless repack.
+// min[k / 32]: the int5-g32-zp kernels' lossless repack.
 void unpack_row_q5_1(const uint8_t* src, int64_t n, uint8_t* q, float* scale, float* min);
 // One Q2_K row of n elements (n % 256 == 0) as 2-bit codes q[n] (0..3) and per-16 parameters,
 // so that dequantize_row gives exactly scale[k / 16] * q[k] + min[k / 16] (scale = d x sc and

@@ -50,7 +50,7 @@ struct KVCache {
 struct ModelLoadOptions {
   QuantScheme linear_quant;   // q/k/v/o, gate/up and down projections
   QuantScheme lm_head_quant;  // the LM head (tied: a quantized copy; the embedding stays dense);
-                              // int6-g16-k / int5-g32-zp-k / int5-g32-zp-f32 / int3-g16-k /
+                              // int6-g16-k / int5-g32-zp-k / int5-g32-zp / int3-g16-k /
                               // int2-g16-zp-k: the GGUF's Q6_K / Q5_K / Q5_1 / Q3_K / Q2_K head as stored
   // Per checkpoint tensor (GGUF, quantization auto): overrides linear_quant for the linears
   // built from it. A fused linear (q/k/v, gate/up) whose parts differ runs each part in its own

@@ -165,7 +165,7 @@ def test_tokenizer_and_chat_template_from_metadata(llama_model, qwen_small, tmp_
                                                  ("Q5_K", "int8", "int5-g32-zp-k"), ("Q6_K", "int8", "int6-g16-k"),
                                                  ("Q3_K", "int8-g32", "int3-g16-k"),
                                                  ("Q2_K", "int8-g32", "int2-g16-zp-k"),
-                                                 ("Q5_1", "int8-g32", "int5-g32-zp-f32")])
+                                                 ("Q5_1", "int8-g32", "int5-g32-zp")])
 def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
     """Q4_0 / Q4_1 / Q8_0 re-quantize to their own grid, Q5_0 to int8-g32's (its values d x
     integer with |integer| <= 16: the quantizer finds d); Q4_K's codes and two-level scales and
@@ -173,7 +173,7 @@ def test_repack_is_lossless(ttype, scheme, layout, qwen_small, tmp_path):
     codes likewise, Q2_K's 2-bit codes with their 4-bit scales and mins per 16, Q5_1's
     5-bit codes with its f16 d and m per 32, and IQ4_NL / IQ4_XS's table codes with their scales
     per 32, are repacked as stored (int4-g32-zp-k, int5-g32-zp-k, int6-g16-k, int3-g16-k, int2-g16-zp-k,
-    int5-g32-zp-f32, int4-g32-nl): every row
+    int5-g32-zp, int4-g32-nl): every row
     bit-identical to ggml's dequantization.
     (`quantization_auto` names the table's scheme, which only a fused weight of mixed types uses.)"""
     g = tmp_path / f"{ttype}.gguf"

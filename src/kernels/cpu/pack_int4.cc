@@ -182,32 +182,46 @@ QuantizedWeight pack_iq4(const Int4Groups& w, ThreadPool& pool, const U8Allocato
 }
 
 // Groups of 5-bit codes with a scale and min per group and no superblock factors (ggml's Q5_1; or
-// Q5_K parts fused with Q5_1 ones, whose factors int4_concat_rows drops): int5-g32-zp-f32, the
-// codes, scales and mins as they are (groups cut by a tensor-parallel slice become gathered ones).
-QuantizedWeight pack_int5_f32(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
+// Q5_K parts fused with Q5_1 ones, whose factors int4_concat_rows drops): the codes, scales and
+// mins as they are (groups cut by a tensor-parallel slice become gathered ones). int5-g32-zp when
+// every scale and min is an f16 value (a Q5_1's d and m always are: 6 bits per weight, the file's
+// size), else int5-g32-zp-f32 (Q5_K's exact products take up to 17 bits: 7 bits per weight).
+QuantizedWeight pack_int5_flat(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   check_input(w);
   NV_CHECK(w.has_mins() && !w.iq4_table, "int5 groups: 5-bit codes come with a scale and min per group");
   for (int64_t i = 0; i < w.N * w.K; ++i)
     NV_CHECK(w.q.data<uint8_t>()[i] < 32, "int5 groups: row ", i / w.K, " column ", i % w.K, ": code ",
              int(w.q.data<uint8_t>()[i]), " past 31");
-  const ColumnPlan plan = plan_columns(w, false);
-  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme("int5-g32-zp-f32"), alloc);
-  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes(), Kg = qw.Kp;
-  const uint8_t* q = w.q.data<uint8_t>();
   const float* s = w.scales.data<float>();
   const float* mn = w.mins.data<float>();
+  auto is_f16 = [](float v) {  // bit for bit, -0 and all (a NaN is not: it takes the f32 form)
+    const float back = f16_to_f32(f32_to_f16(v));
+    return std::memcmp(&back, &v, 4) == 0;
+  };
+  bool f16 = true;
+  for (int64_t i = 0; i < w.N * w.G && f16; ++i) f16 = is_f16(s[i]) && is_f16(mn[i]);
+  const ColumnPlan plan = plan_columns(w, false);
+  QuantizedWeight qw = planned_layout(w, plan, parse_quant_scheme(f16 ? "int5-g32-zp" : "int5-g32-zp-f32"), alloc);
+  const int64_t R = QuantizedWeight::kBlockRows, nblocks = qw.Np / R, rec = qw.group_record_bytes(), Kg = qw.Kp;
+  const uint8_t* q = w.q.data<uint8_t>();
   pool.parallel_for(nblocks, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       uint8_t* blk = qw.data.data<uint8_t>() + b * qw.block_bytes;
       std::memset(blk, 0, size_t(qw.block_bytes));  // rows past N: scale and min 0
       for (int64_t j = 0; j < Kg / 32; ++j) {
         uint8_t* r8 = blk + j * rec;
-        float* params = reinterpret_cast<float*>(r8 + 320);
         const int64_t src = plan.src_group[size_t(j)];
         for (int64_t r = 0; r < R && b * R + r < w.N; ++r) {
           const int64_t n = b * R + r;
-          params[r] = s[n * w.G + src];
-          params[16 + r] = mn[n * w.G + src];
+          if (f16) {  // [16 f16 scales][16 f16 mins]
+            uint16_t* params = reinterpret_cast<uint16_t*>(r8 + 320);
+            params[r] = f32_to_f16(s[n * w.G + src]);
+            params[16 + r] = f32_to_f16(mn[n * w.G + src]);
+          } else {  // [16 f32 scales][16 f32 mins]
+            float* params = reinterpret_cast<float*>(r8 + 320);
+            params[r] = s[n * w.G + src];
+            params[16 + r] = mn[n * w.G + src];
+          }
           for (int64_t e = 0; e < 32; ++e) {
             const int32_t col = plan.act_index[size_t(j * 32 + e)];  // padding: x is 0 there
             const int c = col >= 0 ? q[n * w.K + col] : 0;
@@ -226,7 +240,7 @@ QuantizedWeight pack_int5_f32(const Int4Groups& w, ThreadPool& pool, const U8All
 QuantizedWeight pack_int4_groups(const Int4Groups& w, ThreadPool& pool, const U8Allocator& alloc) {
   if (w.bits == 6) return pack_int6_groups(w, pool, alloc);  // Q6_K
   if (w.bits == 5)  // Q5_K (its superblock factors) or Q5_1
-    return w.has_superblocks() ? pack_int5_groups(w, pool, alloc) : pack_int5_f32(w, pool, alloc);
+    return w.has_superblocks() ? pack_int5_groups(w, pool, alloc) : pack_int5_flat(w, pool, alloc);
   if (w.bits == 2) return pack_int2_groups(w, pool, alloc);  // Q2_K
   if (w.bits == 3) return pack_int3_groups(w, pool, alloc);  // Q3_K
   NV_CHECK(w.bits == 4, "int4 groups: ", w.bits, "-bit codes");

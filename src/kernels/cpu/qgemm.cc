@@ -139,16 +139,15 @@ void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64
           out[m * ldo + n] = acc * a.sx[m];
           continue;
         }
-        if (w.kind == QuantKind::Int5 && !w.k_superblocks) {  // f32 scale and min per record of 32
+        if (w.kind == QuantKind::Int5 && !w.k_superblocks) {  // f16 / f32 scale and min per record of 32
           const int64_t ng = Kp / 32;
           float acc = 0.f;
           for (int64_t gi = 0; gi < ng; ++gi) {
-            const uint8_t* rec = blk + gi * 448;
+            const uint8_t* rec = blk + gi * (w.f32_params ? 448 : 384);
             int32_t d = 0;
             for (int e = 0; e < 32; ++e) d += int5_code(rec, r, e) * x[gi * 32 + e];
-            const float* p = reinterpret_cast<const float*>(rec + 320);
-            acc = std::fma(float(d), p[r], acc);
-            acc = std::fma(a.gsumf[m * ng + gi], p[16 + r], acc);
+            acc = std::fma(float(d), int5_param(rec, w.f32_params, r), acc);
+            acc = std::fma(a.gsumf[m * ng + gi], int5_param(rec, w.f32_params, 16 + r), acc);
           }
           out[m * ldo + n] = acc * a.sx[m];
           continue;

@@ -426,11 +426,12 @@ void int5k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
 }
 
 // int5-g32-zp-f32 (as qgemm_avx512.cc's int5f_rows): int5k_rows's codes and sums, the f32 scale
-// and min of each record.
-template <int MB, int HB>
+// and min of each record; int5-g32-zp (F32 false, Q5_1 at its own size): the same with f16 ones,
+// widened exactly (the same f32 values, so the same sums).
+template <int MB, int HB, bool F32>
 void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out,
                 int64_t ldo) {
-  constexpr int G = 32, kRec = 448;
+  constexpr int G = 32, kRec = F32 ? 448 : 384;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m256i lo4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
   for (int64_t b = b0; b < b1; ++b) {
@@ -445,12 +446,26 @@ void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
         for (int hh = 0; hh < HB; ++hh) {
           __m256i q[8];
           int5_half(r, 32 * (h0 + hh), lo4, b4, q);
-          const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 320) + 8 * (h0 + hh));
-          const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 384) + 8 * (h0 + hh));
-          for (int m = 0; m < MB; ++m) {
-            const __m256i d = int5_dot(q, xg + m * Kp);
-            facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
-            facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+          if constexpr (F32) {
+            const __m256 sc = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 320) + 8 * (h0 + hh));
+            const __m256 mn = _mm256_loadu_ps(reinterpret_cast<const float*>(r + 384) + 8 * (h0 + hh));
+            for (int m = 0; m < MB; ++m) {
+              const __m256i d = int5_dot(q, xg + m * Kp);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), sc, facc[hh][m]);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+            }
+          } else {
+            // The dots first, then the parameters: f16 ones take a register each (vcvtph2ps), and
+            // converted before the dots they were spilled (M = 1, one thread: 14 GB/s, against 23
+            // this way and the f32 form's 27-30, docs/perf.md). The same f32 values and sums.
+            __m256i d[MB];
+            for (int m = 0; m < MB; ++m) d[m] = int5_dot(q, xg + m * Kp);
+            const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 320 + 16 * (h0 + hh))));
+            const __m256 mn = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + 352 + 16 * (h0 + hh))));
+            for (int m = 0; m < MB; ++m) {
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[m]), sc, facc[hh][m]);
+              facc[hh][m] = _mm256_fmadd_ps(_mm256_set1_ps(a.gsumf[m * ng + gi]), mn, facc[hh][m]);
+            }
           }
         }
       }
@@ -667,7 +682,9 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
   constexpr int HB = MB == 1 ? 2 : 1;
   if (w.kind == QuantKind::Int6) return int6k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int5)
-    return w.k_superblocks ? int5k_rows<MB, HB>(w, a, b0, b1, out, ldo) : int5f_rows<MB, HB>(w, a, b0, b1, out, ldo);
+    return w.k_superblocks ? int5k_rows<MB, HB>(w, a, b0, b1, out, ldo)
+           : w.f32_params  ? int5f_rows<MB, HB, true>(w, a, b0, b1, out, ldo)
+                           : int5f_rows<MB, HB, false>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int2) return int2k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int3) return int3k_rows<MB, HB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB, HB>(w, a, b0, b1, out, ldo);

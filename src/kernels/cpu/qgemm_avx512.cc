@@ -367,7 +367,7 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
-// int5-g32-zp-f32 (Q5_1 as stored, kernels/quantized.h): int5k_rows's codes with an f32 scale and
+// int5-g32-zp-f32 (Q5_K groups fused with Q5_1 ones, kernels/quantized.h): int5k_rows's codes with an f32 scale and
 // min per group record; facc + dot x scale, then + the group's activation sum x min (qrows_scalar's
 // order).
 template <int MB>
@@ -639,6 +639,10 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
 void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
                        float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int3) return qrows_avx2(w, a, M, b0, b1, out, ldo);  // its one SIMD kernel
+  // int5-g32-zp (Q5_1 at its own size, f16 parameters): the AVX2 body's kernel, as int3 (signed
+  // activations on both). An AVX-512 variant of int5f_rows would differ only in loading f16
+  // parameters, but no machine this was written on could run it.
+  if (w.kind == QuantKind::Int5 && !w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, M, b0, b1, out, ldo);
   switch (M) {
     case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
     case 2: return rows_m<2>(w, a, b0, b1, out, ldo);

@@ -211,8 +211,8 @@ QuantizedWeight quantized_layout(int64_t N, int64_t K, const QuantScheme& scheme
     q.Kp = round_up(K, 4);
     q.block_bytes = QuantizedWeight::kBlockRows * q.Kp;
   } else if (scheme.kind == QuantKind::Int5 && !scheme.k_superblocks) {
-    NV_CHECK(scheme.group == 32 && scheme.zero_points && scheme.f32_params,
-             "int5 without superblocks needs group 32 with f32 scales and mins, got ", scheme.str());
+    NV_CHECK(scheme.group == 32 && scheme.zero_points,
+             "int5 without superblocks needs group 32 with scales and mins, got ", scheme.str());
     q.Kp = round_up(K, 32);
     q.block_bytes = q.Kp / 32 * q.group_record_bytes();
   } else if (scheme.kind == QuantKind::Int5) {
@@ -323,11 +323,11 @@ void dequantize_row(const QuantizedWeight& q, int64_t n, float* out) {
     }
     return;
   }
-  if (q.scheme.kind == QuantKind::Int5 && !q.scheme.k_superblocks) {  // f32 scale and min per record
+  if (q.scheme.kind == QuantKind::Int5 && !q.scheme.k_superblocks) {  // f16 / f32 scale and min per record
     for (int64_t k = 0; k < q.K; ++k) {
       const uint8_t* rec = blk + (k / 32) * q.group_record_bytes();
-      const float* p = reinterpret_cast<const float*>(rec + 320);
-      out[k] = p[r] * float(int5_code(rec, r, int(k % 32))) + p[16 + r];
+      const float sc = int5_param(rec, q.scheme.f32_params, r), mn = int5_param(rec, q.scheme.f32_params, 16 + r);
+      out[k] = sc * float(int5_code(rec, r, int(k % 32))) + mn;
     }
     return;
   }

@@ -122,7 +122,7 @@ TEST(OptionsTable, ResolveTakesEveryChoice) {
   EXPECT_EQ(with([](Config& c) { c.policy = "prefill-first"; }).policy,
             SchedulePolicy::kPrefillFirst);
   for (std::string_view q : kLmHeadQuantizationChoices) {
-    if (q == "int6-g16-k" || q == "int5-g32-zp-k" || q == "int5-g32-zp-f32" || q == "int3-g16-k" ||
+    if (q == "int6-g16-k" || q == "int5-g32-zp-k" || q == "int5-g32-zp" || q == "int5-g32-zp-f32" || q == "int3-g16-k" ||
         q == "int2-g16-zp-k") {  // a GGUF's own Q6_K / Q5_K / Q5_1 / Q3_K / Q2_K head: no model here
       try {
         with([&](Config& c) { c.lm_head_quantization = std::string(q); });

@@ -1,5 +1,5 @@
 // ggml's Q6_K, Q5_K, Q3_K, Q2_K and Q5_1 onto the int6-g16-k, int5-g32-zp-k, int3-g16-k,
-// int2-g16-zp-k and int5-g32-zp-f32 kernels (kernels/cpu/pack_kquants.h, pack_int4.h),
+// int2-g16-zp-k, int5-g32-zp and int5-g32-zp-f32 kernels (kernels/cpu/pack_kquants.h, pack_int4.h),
 // IQ4_NL / IQ4_XS onto int4-g32-nl (kernels/cpu/pack_int4.h):
 // every weight bit-identical to the file's value, the kernels (under each ISA cap ctest runs)
 // against the f64 product with the int8 activations and against their one summation order,
@@ -560,14 +560,34 @@ TEST(PackInt3, RejectsMalformedInput) {
                Error);
 }
 
+// Q5_1-shaped groups whose every scale is nudged off the f16 grid (1 + 2^-13 times an f16
+// value needs more than f16's 11 significant bits): they take the f32 form.
+Int4Groups off_f16(Int4Groups w) {
+  w.scales = copy(w.scales);
+  for (int64_t i = 0; i < w.N * w.G; ++i) w.scales.data<float>()[i] *= 1.f + 0x1p-13f;
+  return w;
+}
+
 TEST(PackInt5F32, Q51IsExact) {
   ThreadPool pool(2);
   const Int4Groups w = random_q51_groups(37, 800, 91);  // 25 groups: not whole superblocks
   const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
-  EXPECT_EQ(q.scheme.str(), "int5-g32-zp-f32");
+  EXPECT_EQ(q.scheme.str(), "int5-g32-zp");  // the file's own size: 6 bits per weight
   EXPECT_FALSE(q.act_index.defined());
-  EXPECT_EQ(q.block_bytes, 25 * 448);  // per 32 columns: 4 nibble lines, 1 bit line, 16 f32 scales and mins
+  EXPECT_EQ(q.block_bytes, 25 * 384);  // per 32 columns: 4 nibble lines, 1 bit line, 16 f16 scales and mins
   EXPECT_EQ(exact_rows(w, q), w.N);
+  // One parameter off the f16 grid (a scale, or a min): the whole weight takes the f32 form.
+  for (bool min : {false, true}) {
+    Int4Groups one = w;
+    Tensor& t = min ? one.mins : one.scales;
+    t = copy(t);
+    t.data<float>()[7 * one.G + 3] *= 1.f + 0x1p-13f;
+    const QuantizedWeight q1 = cpu::pack_int4_groups(one, pool);
+    EXPECT_EQ(q1.scheme.str(), "int5-g32-zp-f32") << (min ? "min" : "scale");
+    EXPECT_EQ(q1.block_bytes, 25 * 448);  // 16 f32 scales and mins
+    EXPECT_EQ(exact_rows(one, q1), one.N);
+    expect_kernels_match_reference(one, pool);
+  }
   // Tensor-parallel column slices: at a group, inside one.
   const Int4Groups half = columns(w, 384, 416), odd = columns(w, 100, 300);
   const QuantizedWeight qh = cpu::pack_int4_groups(half, pool), qo = cpu::pack_int4_groups(odd, pool);
@@ -587,24 +607,30 @@ TEST(PackInt5F32, Q51IsExact) {
   for (const Int4Groups* c : {&w, &half, &odd, &k}) expect_kernels_match_reference(*c, pool);
 }
 
-// Per group of 32: the integer dot times the f32 scale, then plus the group's activation sum
-// times the f32 min, each an f32 fma in group order; times the row's activation scale.
+// Per group of 32: the integer dot times the scale, then plus the group's activation sum times
+// the min, each an f32 fma in group order; times the row's activation scale. Both forms (f16
+// parameters widen exactly to the same f32 values).
 TEST(PackInt5F32, KernelsSumInOneOrder) {
   ThreadPool pool(1);
-  const Int4Groups w = random_q51_groups(21, 512, 93);
-  const int64_t K = w.K;
-  // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
-  expect_one_order(w, cpu::pack_int4_groups(w, pool), 11, true, [&](const std::vector<int32_t>& x8, int64_t n) {
-    float acc = 0.f;
-    for (int64_t g = 0; g < K / 32; ++g) {
-      int32_t dot = 0, sum = 0;
-      for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
-        dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
-      acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
-      acc = std::fma(float(sum), w.mins.data<float>()[n * w.G + g], acc);
-    }
-    return acc;
-  });
+  const Int4Groups f16 = random_q51_groups(21, 512, 93), f32 = off_f16(f16);
+  for (const Int4Groups* c : {&f16, &f32}) {
+    const Int4Groups& w = *c;
+    const int64_t K = w.K;
+    const QuantizedWeight q = cpu::pack_int4_groups(w, pool);
+    EXPECT_EQ(q.scheme.str(), c == &f16 ? "int5-g32-zp" : "int5-g32-zp-f32");
+    // (extremes: a row reaching x8 = -127 / 127, pmaddubsw's worst case on AVX2)
+    expect_one_order(w, q, 11, true, [&](const std::vector<int32_t>& x8, int64_t n) {
+      float acc = 0.f;
+      for (int64_t g = 0; g < K / 32; ++g) {
+        int32_t dot = 0, sum = 0;
+        for (int64_t k = 32 * g; k < 32 * g + 32; ++k)
+          dot += x8[size_t(k)] * w.q.data<uint8_t>()[n * K + k], sum += x8[size_t(k)];
+        acc = std::fma(float(dot), w.scales.data<float>()[n * w.G + g], acc);
+        acc = std::fma(float(sum), w.mins.data<float>()[n * w.G + g], acc);
+      }
+      return acc;
+    });
+  }
 }
 
 TEST(PackInt5F32, RejectsMalformedInput) {
@@ -615,8 +641,8 @@ TEST(PackInt5F32, RejectsMalformedInput) {
   Int4Groups nomins = random_q51_groups(16, 256, 95);
   nomins.mins = Tensor();  // 5-bit codes without a min: neither Q5_1 nor Q5_K
   EXPECT_THROW(cpu::pack_int4_groups(nomins, pool), Error);
-  EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme("int5-g32-zp-f32"), pool),
-               Error);
+  for (const char* s : {"int5-g32-zp", "int5-g32-zp-f32"})
+    EXPECT_THROW(cpu::quantize_weight(Tensor::zeros({16, 256}, DType::F32), parse_quant_scheme(s), pool), Error) << s;
 }
 
 TEST(PackIq4, TableCodesAreExact) {

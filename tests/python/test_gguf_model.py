@@ -335,6 +335,24 @@ def test_q3_k_head_and_parts_run_as_stored(qwen_small, tmp_path, monkeypatch):
     assert bench_weight_bytes(g6) - bench_weight_bytes(g) == L * (int6 - int3)
 
 
+def test_q5_1_head_runs_at_its_own_size(qwen_small, tmp_path):
+    """A Q5_1 file's tied token_embd (its LM head) runs as stored at the file's 6 bits per weight
+    (int5-g32-zp: the f16 d and m per 32 as they are); the name it had until 2026-11-30
+    (int5-g32-zp-f32, 7 bits) is still taken as input and settles to the one that runs."""
+    g = tmp_path / "qwen3-Q5_1.gguf"
+    types = gguf_ref.model_to_gguf(qwen_small, str(g), "Q5_1")
+    assert types["token_embd.weight"] == "Q5_1", types
+    info = json.loads(run_cli("gguf-info", g, "--json"))
+    assert info["lm_head_auto"] == "int5-g32-zp"
+    kw = dict(device="cpu", num_threads=1, num_kvcache_blocks=16, **KW)
+    assert LLM(str(g), **kw).config.lm_head_quantization == "int5-g32-zp"
+    old = LLM(str(g), lm_head_quantization="int5-g32-zp-f32", **kw)
+    assert old.config.lm_head_quantization == "int5-g32-zp"
+    assert len(greedy(old, PROMPTS[:1], max_tokens=4)[0]["token_ids"]) == 4
+    with pytest.raises(Exception, match="keeps a GGUF's Q5_K / Q5_1 LM head as stored"):
+        LLM(qwen_small, lm_head_quantization="int5-g32-zp", **kw)
+
+
 def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):
     """The same per-tensor rule for a Qwen3-MoE file's stacked experts: a Q4_0 file whose
     ffn_down_exps are Q8_0 runs the down experts as int8-g32 and the rest as int4-g32, closer to the

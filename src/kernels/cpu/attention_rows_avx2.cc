@@ -47,6 +47,12 @@ constexpr int kPrefetchBytes = 4096;
 // apart and blocks are scattered, and on Zen 4 (AVX2) 56% of the kernel's samples sat on that
 // load at B = 64 (docs/perf.md).
 constexpr int kPrefetchVKeys = 8;
+// Keys ahead whose whole V rows (the item's heads) pass 1 requests towards L2 (prefetcht2), so
+// pass 2 finds its chunk near: on Zen 4 (AVX2, 2 threads, 8 layers' caches) decode attention at
+// B = 16-64 went from 17 to 11 ms per layer with an int8 cache (pass 1 also reads each V row's
+// scale, which had been a demand miss per key and head) and from 19.5 to 15.3 ms with bf16
+// (docs/perf.md). Prefetches into L1 (prefetcht0) at 64 keys were slower than none.
+constexpr int kPrefetchVPass1Keys = 32;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // 8 K/V elements as f32 (int8: the integers; the row's scale is applied by the caller).
@@ -231,6 +237,16 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     const int kbs = R == 1 ? 8 : 4;
     for (int j = ka; j < kb; j += kbs) {
       for (int u = 0; u < kbs; ++u) prefetch(j + ahead + u);
+      // V of the keys kPrefetchVPass1Keys ahead, written out here: as a lambda beside
+      // `prefetch` it measured no gain (GCC 12), inline it did.
+      for (int u = 0; u < kbs; ++u) {
+        const int jv = j + kPrefetchVPass1Keys + u;
+        if (jv >= khi) break;
+        const uintptr_t pv = reinterpret_cast<uintptr_t>(t.v_cache + off(jv));
+        const uintptr_t lines = ((pv & 63) + uintptr_t(span) + 63) / 64;
+        for (uintptr_t i = 0; i < lines; ++i)
+          _mm_prefetch(reinterpret_cast<const char*>((pv & ~uintptr_t(63)) + 64 * i), _MM_HINT_T2);
+      }
       for (int hh = 0; hh < nh; ++hh) {
         const KV* k[8];
         alignas(32) float ks[8];

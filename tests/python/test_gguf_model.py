@@ -275,9 +275,10 @@ def test_mixed_file_keeps_each_tensors_precision(qwen_small, tmp_path, monkeypat
     assert_auto_closer(g2, ids, "int4-g32", tmp_path)
 
 
-def bench_weight_bytes(g):
+def bench_weight_bytes(g, *extra):
     out = run_cli("bench", "--model", g, "--num-seqs", "1", "--min-input-len", "4", "--max-input-len", "4",
-                  "--min-output-len", "2", "--max-output-len", "2", "--json", "--no-progress", "--threads", "1")
+                  "--min-output-len", "2", "--max-output-len", "2", "--json", "--no-progress", "--threads", "1",
+                  *extra)
     return json.loads(out.strip().splitlines()[-1])["weight_bytes"]
 
 
@@ -337,8 +338,9 @@ def test_q3_k_head_and_parts_run_as_stored(qwen_small, tmp_path, monkeypatch):
 
 def test_q5_1_head_runs_at_its_own_size(qwen_small, tmp_path):
     """A Q5_1 file's tied token_embd (its LM head) runs as stored at the file's 6 bits per weight
-    (int5-g32-zp: the f16 d and m per 32 as they are); the name it had until 2026-11-30
-    (int5-g32-zp-f32, 7 bits) is still taken as input and settles to the one that runs."""
+    (int5-g32-zp: the f16 d and m per 32 as they are, 384 bytes per 16 rows x 32 columns; the f32
+    form took 448); the name it had until 2026-11-30 (int5-g32-zp-f32, 7 bits) is still taken as
+    input and settles to the one that runs."""
     g = tmp_path / "qwen3-Q5_1.gguf"
     types = gguf_ref.model_to_gguf(qwen_small, str(g), "Q5_1")
     assert types["token_embd.weight"] == "Q5_1", types
@@ -351,6 +353,13 @@ def test_q5_1_head_runs_at_its_own_size(qwen_small, tmp_path):
     assert len(greedy(old, PROMPTS[:1], max_tokens=4)[0]["token_ids"]) == 4
     with pytest.raises(Exception, match="keeps a GGUF's Q5_K / Q5_1 LM head as stored"):
         LLM(qwen_small, lm_head_quantization="int5-g32-zp", **kw)
+    # The head's bytes, against the same file with an int8 head (per row: K int8 codes, an f32
+    # scale and an i32 row sum; rows padded to 16, K to 4 / 32).
+    cfg = json.load(open(os.path.join(qwen_small, "config.json")))
+    V, H = cfg["vocab_size"], cfg["hidden_size"]
+    Np = -(-V // 16) * 16
+    int8_head, int5_head = Np * (-(-H // 4) * 4 + 8), Np * (-(-H // 32) * 32) * 384 // (16 * 32)
+    assert bench_weight_bytes(g, "--lm-head-quantization", "int8") - bench_weight_bytes(g) == int8_head - int5_head
 
 
 def test_moe_experts_keep_their_own_precision(tmp_path, monkeypatch):

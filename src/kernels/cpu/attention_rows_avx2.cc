@@ -49,9 +49,9 @@ constexpr int kPrefetchBytes = 4096;
 constexpr int kPrefetchVKeys = 8;
 // Keys ahead whose whole V rows (the item's heads) pass 1 requests towards L2 (prefetcht2), so
 // pass 2 finds its chunk near: on Zen 4 (AVX2, 2 threads, 8 layers' caches) decode attention at
-// B = 16-64 went from 17 to 11 ms per layer with an int8 cache (pass 1 also reads each V row's
-// scale, which had been a demand miss per key and head) and from 19.5 to 15.3 ms with bf16
-// (docs/perf.md). Prefetches into L1 (prefetcht0) at 64 keys were slower than none.
+// B = 64, L = 1024 went from 16-18 to 11 ms per layer with an int8 cache (pass 1 also reads each
+// V row's scale, which had been a demand miss per key and head) and from 19-20 to 15.5-16.5 ms
+// with bf16 (docs/perf.md). Prefetches into L1 (prefetcht0) at 64 keys were no better than none.
 constexpr int kPrefetchVPass1Keys = 32;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 

@@ -619,8 +619,10 @@ NV_TARGET_VNNI512 void codes_rows(const QWeightView& w, const uint8_t* blk, cons
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
-  if (w.kind == QuantKind::Int5)
+  if (w.kind == QuantKind::Int5) {
+    if (!w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, MB, b0, b1, out, ldo);  // (qrows_avx512_vnni's note)
     return w.k_superblocks ? int5k_rows<MB>(w, a, b0, b1, out, ldo) : int5f_rows<MB>(w, a, b0, b1, out, ldo);
+  }
   if (w.kind == QuantKind::Int2) return int2k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)

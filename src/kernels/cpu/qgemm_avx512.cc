@@ -620,7 +620,10 @@ template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int5) {
-    if (!w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, MB, b0, b1, out, ldo);  // (qrows_avx512_vnni's note)
+    // int5-g32-zp (Q5_1 at its own size, f16 parameters): the AVX2 body's kernel, as int3 (signed
+    // activations on both). An AVX-512 variant of int5f_rows would differ only in loading f16
+    // parameters, but no machine this was written on could run it.
+    if (!w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, MB, b0, b1, out, ldo);
     return w.k_superblocks ? int5k_rows<MB>(w, a, b0, b1, out, ldo) : int5f_rows<MB>(w, a, b0, b1, out, ldo);
   }
   if (w.kind == QuantKind::Int2) return int2k_rows<MB>(w, a, b0, b1, out, ldo);
@@ -641,10 +644,6 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
 void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
                        float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int3) return qrows_avx2(w, a, M, b0, b1, out, ldo);  // its one SIMD kernel
-  // int5-g32-zp (Q5_1 at its own size, f16 parameters): the AVX2 body's kernel, as int3 (signed
-  // activations on both). An AVX-512 variant of int5f_rows would differ only in loading f16
-  // parameters, but no machine this was written on could run it.
-  if (w.kind == QuantKind::Int5 && !w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, M, b0, b1, out, ldo);
   switch (M) {
     case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
     case 2: return rows_m<2>(w, a, b0, b1, out, ldo);

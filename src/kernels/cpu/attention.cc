@@ -148,7 +148,9 @@ void paged_attention_t(const Tensor& qkv, const Tensor& k_cache, const Tensor& v
           t.next_h = n.h;
           t.next_nh = n.nh;
         }
-        t.k_prefetched = it > part_begin[size_t(pa)] && items[size_t(it) - 1].fast && !items[size_t(it) - 1].windowed;
+        // (Only a fast, non-windowed item is given as the next one above.)
+        t.k_prefetched = it > part_begin[size_t(pa)] && items[size_t(it) - 1].fast &&
+                         !items[size_t(it) - 1].windowed && !w.windowed;
         if (attention_rows_avx2(t)) continue;
         t.window = 0;
         if (!w.windowed && attention_rows_avx512(t)) continue;

@@ -53,6 +53,9 @@ constexpr int kPrefetchVKeys = 8;
 // V row's scale, which had been a demand miss per key and head) and from 19-20 to 15.5-16.5 ms
 // with bf16 (docs/perf.md). Prefetches into L1 (prefetcht0) at 64 keys were no better than none.
 constexpr int kPrefetchVPass1Keys = 32;
+// Keys ahead whose K pass 1 requests towards L2 where no pass 2 streamed it (an item's first
+// chunk, when the thread's previous item did not).
+constexpr int kKFar = 24;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // 8 K/V elements as f32 (int8: the integers; the row's scale is applied by the caller).
@@ -127,6 +130,32 @@ NV_TARGET_AVX2 inline void score_block(const float* q0, const float* q1, const K
   _mm256_storeu_ps(out, _mm256_mul_ps(hsum_8x8(a), kscale));
 }
 
+// The K rows that the next pass 1 reads (this item's next chunk, or the next item's first one),
+// requested towards L2 a few lines per key of pass 2, as the AVX-512 kernel does: the memory
+// stream then runs through both passes, V during pass 1 and K during pass 2. Before, pass 1
+// fetched both from memory (~2 KiB per key for 8 int8 heads of 128: about twice what a core
+// streams while it computes) and pass 2, which reads V from L2, fetched nothing.
+struct KStream {
+  const char* base = nullptr;
+  const int64_t* off = nullptr;  // key i's first byte: base + off[i] (elements: x elem)
+  int elem = 1;                  // bytes per element of off
+  int n = 0;                     // keys
+  int span = 0;                  // bytes per key
+  int i = 0, b = 0;              // next line: key i, byte b
+  int rate = 0, credit = 0;      // lines per step() in 1/256
+  int lines() const { return n * ((span + 63) / 64); }
+  void step() {
+    credit += rate;
+    int count = credit >> 8;
+    credit &= 255;
+    for (; count > 0 && i < n; --count) {
+      _mm_prefetch(base + off[i] * elem + b, _MM_HINT_T2);
+      b += 64;
+      if (b >= span) b = 0, ++i;
+    }
+  }
+};
+
 // Pass 2 for one or two rows and NV x 8 dims: acc_i = a_i * in_i (no in_i: 0) +
 // sum_{j < n} p_i[j] * V_j[off ..] (V_j at v_cache + kv_off[j]), then out_i = acc_i * mul_i.
 // p already holds the V scale (int8). NV is a compile-time count so the accumulators stay in
@@ -134,7 +163,8 @@ NV_TARGET_AVX2 inline void score_block(const float* q0, const float* q1, const K
 template <int NV, class KV>
 NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int n,
                             const float* p0, const float* p1, const float* in0, const float* in1,
-                            float a0, float a1, float* out0, float* out1, float mul0, float mul1) {
+                            float a0, float a1, float* out0, float* out1, float mul0, float mul1,
+                            KStream& ks) {
   __m256 acc0[NV], acc1[NV];
   const __m256 va0 = _mm256_set1_ps(a0), va1 = _mm256_set1_ps(a1);
 #pragma GCC unroll 4
@@ -149,6 +179,7 @@ NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t of
       _mm_prefetch(pv, _MM_HINT_T0);
       _mm_prefetch(pv + NV * 8 * sizeof(KV) - 1, _MM_HINT_T0);
     }
+    ks.step();
     const __m256 b0 = _mm256_set1_ps(p0[j]);
     const __m256 b1 = _mm256_set1_ps(p1 ? p1[j] : 0.f);
 #pragma GCC unroll 4
@@ -228,6 +259,28 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
       _mm_prefetch(reinterpret_cast<const char*>((pk & ~uintptr_t(63)) + 64 * i), _MM_HINT_T0);
   };
   for (int j = klo; j < std::min(khi, klo + ahead); ++j) prefetch(j);
+  // K of keys kKFar ahead towards L2, only where no pass 2 streamed it: the item's first chunk,
+  // unless the thread's previous item did (t.k_prefetched).
+  auto prefetch_far = [&](int j) {
+    if (j >= khi) return;
+    const uintptr_t pk = reinterpret_cast<uintptr_t>(t.k_cache + off(j));
+    const uintptr_t lines = ((pk & 63) + uintptr_t(span) + 63) / 64;
+    for (uintptr_t i = 0; i < lines; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>((pk & ~uintptr_t(63)) + 64 * i), _MM_HINT_T2);
+  };
+  if (!t.k_prefetched)
+    for (int j = klo + ahead; j < std::min(khi, klo + kKFar); ++j) prefetch_far(j);
+  // The next item's first chunk of keys (their K is streamed during this item's last pass 2).
+  thread_local std::vector<int64_t> next_off;
+  int next_n = 0;
+  if (t.next_table) {
+    next_n = std::min(kc, t.next_keys);
+    next_off.resize(size_t(next_n));
+    for (int j = 0; j < next_n; ++j) {
+      const int64_t slot = int64_t(t.next_table[j / t.block_size]) * t.block_size + j % t.block_size;
+      next_off[size_t(j)] = slot * t.kv_stride + int64_t(t.next_h) * t.row;
+    }
+  }
 
   for (int c0 = c_first; c0 < khi; c0 += kc) {
     const int ka = std::max(c0, klo), kb = std::min(c0 + kc, khi);  // this chunk's keys
@@ -237,6 +290,8 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     const int kbs = R == 1 ? 8 : 4;
     for (int j = ka; j < kb; j += kbs) {
       for (int u = 0; u < kbs; ++u) prefetch(j + ahead + u);
+      if (first && !t.k_prefetched)
+        for (int u = 0; u < kbs; ++u) prefetch_far(j + kKFar + u);
       // V of the keys kPrefetchVPass1Keys ahead, written out here: as a lambda beside
       // `prefetch` it measured no gain (GCC 12), inline it did.
       for (int u = 0; u < kbs; ++u) {
@@ -249,30 +304,40 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
       }
       for (int hh = 0; hh < nh; ++hh) {
         const KV* k[8];
-        alignas(32) float ks[8];
+        float ks[8] = {};
         for (int u = 0; u < kbs; ++u) {
           k[u] = t.k_cache + off(j + u < kb ? j + u : j) + int64_t(hh) * t.row;
           ks[u] = row_scale(k[u], D);
-          if constexpr (kInt8)
-            sc.vscale[size_t(hh) * stride + size_t(j + u - c0)] =
-                row_scale(t.v_cache + off(j + u < kb ? j + u : j) + int64_t(hh) * t.row, D);
         }
+        // The key scales as one vector, built from the scalars (a 32-byte load of the 4 or 8
+        // just-stored floats would wait for the stores to retire: no store forwarding).
+        const __m256 ksv = kbs == 8 ? _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[4], ks[5], ks[6], ks[7])
+                                    : _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[0], ks[1], ks[2], ks[3]);
         const int n = std::min(kbs, kb - j);
         alignas(32) float out[8];
         for (int r = hh * R; r < (hh + 1) * R; r += 2) {
           const float* q0 = &sc.q[size_t(r) * D];
           if (R == 1) {
-            score_block<1>(q0, q0, k, D, _mm256_load_ps(ks), out);
+            score_block<1>(q0, q0, k, D, ksv, out);
             std::copy(out, out + n, &sc.s[size_t(r) * stride + size_t(j - c0)]);
             continue;
           }
           const bool two = r + 1 < (hh + 1) * R;
           const float* q1 = two ? q0 + D : q0;
-          for (int u = 4; u < 8; ++u) ks[u] = ks[u - 4];
-          score_block<2>(q0, q1, k, D, _mm256_load_ps(ks), out);
+          score_block<2>(q0, q1, k, D, ksv, out);
           std::copy(out, out + n, &sc.s[size_t(r) * stride + size_t(j - c0)]);
           if (two) std::copy(out + 4, out + 4 + n, &sc.s[size_t(r + 1) * stride + size_t(j - c0)]);
         }
+      }
+    }
+    // int8: the chunk's V scales, gathered in one loop of independent loads after pass 1 (V was
+    // requested 32 keys ahead during it). Read inside pass 1's key blocks, each was a miss that
+    // held the block's dots up (16-20% of the kernel's samples at B = 8, L = 1024).
+    if constexpr (kInt8) {
+      for (int hh = 0; hh < nh; ++hh) {
+        float* vs = &sc.vscale[size_t(hh) * stride];
+        const KV* vh = t.v_cache + int64_t(hh) * t.row;
+        for (int j = ka; j < kb; ++j) vs[j - c0] = row_scale(vh + off(j), D);
       }
     }
     // Softmax per row over the chunk's vectors [va, vb) (8 keys each, lanes at fixed key
@@ -325,6 +390,21 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     // Pass 2: acc[r] = alpha[r] * acc[r] + sum_j p[r][j] * v_j per head, pair of its rows and 32
     // dims; the last chunk writes out = acc / l.
     constexpr int kDims = 32;
+    KStream ks;
+    if (!last) {
+      ks.base = reinterpret_cast<const char*>(t.k_cache);
+      ks.off = &sc.kv_off[size_t(kb - klo)];
+      ks.n = std::min(kc, khi - kb);
+      ks.span = span;
+    } else if (next_n > 0) {
+      ks.base = reinterpret_cast<const char*>(t.k_cache);
+      ks.off = next_off.data();
+      ks.n = next_n;
+      ks.span = t.next_nh * t.row * int(sizeof(KV));
+    }
+    ks.elem = int(sizeof(KV));
+    const int64_t pv_keys = int64_t(nh) * ((D + kDims - 1) / kDims) * ((R + 1) / 2) * (kb - ka);
+    ks.rate = pv_keys > 0 ? int((int64_t(ks.lines()) * 256 + pv_keys - 1) / pv_keys) : 0;
     for (int hh = 0; hh < nh; ++hh) {
       const int64_t hoff = int64_t(hh) * t.row;
       for (int d0 = 0; d0 < D; d0 += kDims) {
@@ -352,7 +432,7 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
 #define NV_PV(N)                                                                              \
   case N:                                                                                     \
     pv_rows<N>(t.v_cache, koff, hoff + d0, kb - ka, p0, p1, in[0], in[1], a[0], a[1], dst[0], \
-               dst[1], mul[0], mul[1]);                                                       \
+               dst[1], mul[0], mul[1], ks);                                                   \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4)
 #undef NV_PV

@@ -32,7 +32,7 @@ struct AttentionTile {
   int nh = 1;           // KV heads h .. h + nh - 1 in one item (prefill tiles: 1)
   int row = 0;          // elements per (slot, head) row: D, or D + 4 for int8
   int window = 0;       // sliding window (0: none; the AVX-512 kernels are given none)
-  // The item that the same thread runs next (AVX-512: its first keys' K rows are prefetched into
+  // The item that the same thread runs next (both kernels: its first keys' K rows are prefetched into
   // L2 during this item's last pass 2; none: next_table == nullptr). Only addresses are formed.
   const int32_t* next_table = nullptr;
   int next_keys = 0;    // its keys [0, next_keys)

@@ -159,8 +159,9 @@ struct KStream {
 // Pass 2 for one or two rows and NV x 8 dims: acc_i = a_i * in_i (no in_i: 0) +
 // sum_{j < n} p_i[j] * V_j[off ..] (V_j at v_cache + kv_off[j]), then out_i = acc_i * mul_i.
 // p already holds the V scale (int8). NV is a compile-time count so the accumulators stay in
-// registers.
-template <int NV, class KV>
+// registers. NR: 1 or 2 rows (one row skips the second accumulators: with G = 1, or an odd
+// G's last row, half the FMAs were on a zero p).
+template <int NV, int NR, class KV>
 NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int n,
                             const float* p0, const float* p1, const float* in0, const float* in1,
                             float a0, float a1, float* out0, float* out1, float mul0, float mul1,
@@ -170,7 +171,8 @@ NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t of
 #pragma GCC unroll 4
   for (int c = 0; c < NV; ++c) {
     acc0[c] = in0 ? _mm256_mul_ps(va0, _mm256_loadu_ps(in0 + c * 8)) : _mm256_setzero_ps();
-    acc1[c] = in1 ? _mm256_mul_ps(va1, _mm256_loadu_ps(in1 + c * 8)) : _mm256_setzero_ps();
+    if constexpr (NR == 2)
+      acc1[c] = in1 ? _mm256_mul_ps(va1, _mm256_loadu_ps(in1 + c * 8)) : _mm256_setzero_ps();
   }
   for (int j = 0; j < n; ++j) {
     const KV* v = v_cache + kv_off[j] + off;
@@ -181,19 +183,19 @@ NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t of
     }
     ks.step();
     const __m256 b0 = _mm256_set1_ps(p0[j]);
-    const __m256 b1 = _mm256_set1_ps(p1 ? p1[j] : 0.f);
+    const __m256 b1 = NR == 2 ? _mm256_set1_ps(p1[j]) : b0;
 #pragma GCC unroll 4
     for (int c = 0; c < NV; ++c) {
       const __m256 vv = load8_kv(v + c * 8);
       acc0[c] = _mm256_fmadd_ps(b0, vv, acc0[c]);
-      acc1[c] = _mm256_fmadd_ps(b1, vv, acc1[c]);
+      if constexpr (NR == 2) acc1[c] = _mm256_fmadd_ps(b1, vv, acc1[c]);
     }
   }
   const __m256 m0 = _mm256_set1_ps(mul0), m1 = _mm256_set1_ps(mul1);
 #pragma GCC unroll 4
   for (int c = 0; c < NV; ++c) {
     _mm256_storeu_ps(out0 + c * 8, _mm256_mul_ps(acc0[c], m0));
-    if (out1) _mm256_storeu_ps(out1 + c * 8, _mm256_mul_ps(acc1[c], m1));
+    if constexpr (NR == 2) _mm256_storeu_ps(out1 + c * 8, _mm256_mul_ps(acc1[c], m1));
   }
 }
 
@@ -429,10 +431,14 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
           const float* p1 = nr > 1 ? p0 + stride : nullptr;
           const int64_t* koff = &sc.kv_off[size_t(ka - klo)];
           switch (nv) {
-#define NV_PV(N)                                                                              \
-  case N:                                                                                     \
-    pv_rows<N>(t.v_cache, koff, hoff + d0, kb - ka, p0, p1, in[0], in[1], a[0], a[1], dst[0], \
-               dst[1], mul[0], mul[1], ks);                                                   \
+#define NV_PV(N)                                                                                 \
+  case N:                                                                                        \
+    if (nr == 2)                                                                                 \
+      pv_rows<N, 2>(t.v_cache, koff, hoff + d0, kb - ka, p0, p1, in[0], in[1], a[0], a[1],       \
+                    dst[0], dst[1], mul[0], mul[1], ks);                                         \
+    else                                                                                         \
+      pv_rows<N, 1>(t.v_cache, koff, hoff + d0, kb - ka, p0, nullptr, in[0], nullptr, a[0], 0.f, \
+                    dst[0], nullptr, mul[0], 1.f, ks);                                           \
     break;
             NV_PV(1) NV_PV(2) NV_PV(3) NV_PV(4)
 #undef NV_PV

@@ -8,14 +8,15 @@
 //   softmax along the keys per row, vectorized (a polynomial exp2), with the running max / sum
 //           carried across chunks (flash-decoding's rescale);
 //   pass 2: acc_r += p[r][j] * v_j (int8: p times the row's V scale), 2 rows x 32 dims in
-//           registers per sweep over the chunk's keys.
+//           registers per sweep over the chunk's keys (1 row for a head's odd last row).
 // Keys go in chunks of at most ~256 KiB of V (all Hkv heads: the chunk length must not depend on
 // the item's heads) so pass 2 re-reads a bounded span.
 //
 // Memory-level parallelism (docs/perf.md, "decode attention at long context"): one slot's K
 // rows of the item's nh heads are one contiguous run, and a key block reads 4 such runs at once;
 // K is prefetched kPrefetchBytes ahead through the block table (the next block's rows before
-// the walk reaches them; a block's slots are adjacent, blocks are not).
+// the walk reaches them; a block's slots are adjacent, blocks are not). One tensor streams from
+// memory per pass: V towards L2 during pass 1, the next pass 1's K during pass 2 (KStream).
 //
 // Batch invariance (docs/determinism.md): a row's scores are each their own accumulator summed
 // over d in one order and reduced by one fixed tree; its softmax sees keys at fixed vector lanes
@@ -37,10 +38,9 @@ namespace nanovllm::cpu {
 namespace {
 
 constexpr int kChunkVBytes = 256 * 1024;
-// Bytes of K requested ahead of the key being scored (at least 4 keys). V is not prefetched:
-// on the AMD dev VM (Zen 1) prefetching V into L2 during pass 1 made the kernel ~1.4x slower,
-// prefetching K neither helped nor hurt there (the kernel is FMA-bound on that core: 256-bit
-// FMAs issue at one per cycle); docs/perf.md.
+// Bytes of K requested into L1 ahead of the key being scored (at least 4 keys). On the AMD dev
+// VM (Zen 1, FMA-bound: 256-bit FMAs issue at one per cycle) prefetching K neither helped nor
+// hurt; on Zen 4 the V and K streams below pay (docs/perf.md).
 constexpr int kPrefetchBytes = 4096;
 // Keys ahead whose V bytes pass 2 requests while it sums the current one. A decode item's first
 // sweep (32 dims of a head) otherwise waits on memory for every key: slots are 2 KiB or more
@@ -49,9 +49,10 @@ constexpr int kPrefetchBytes = 4096;
 constexpr int kPrefetchVKeys = 8;
 // Keys ahead whose whole V rows (the item's heads) pass 1 requests towards L2 (prefetcht2), so
 // pass 2 finds its chunk near: on Zen 4 (AVX2, 2 threads, 8 layers' caches) decode attention at
-// B = 64, L = 1024 went from 16-18 to 11 ms per layer with an int8 cache (pass 1 also reads each
-// V row's scale, which had been a demand miss per key and head) and from 19-20 to 15.5-16.5 ms
-// with bf16 (docs/perf.md). Prefetches into L1 (prefetcht0) at 64 keys were no better than none.
+// B = 64, L = 1024 went from 16-18 to 11 ms per layer with an int8 cache (pass 1 then also read
+// each V row's scale, which had been a demand miss per key and head; the scales are now gathered
+// after pass 1) and from 19-20 to 15.5-16.5 ms with bf16 (docs/perf.md). Prefetches into L1
+// (prefetcht0) at 64 keys were no better than none.
 constexpr int kPrefetchVPass1Keys = 32;
 // Keys ahead whose K pass 1 requests towards L2 where no pass 2 streamed it (an item's first
 // chunk, when the thread's previous item did not).
@@ -279,7 +280,8 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     next_n = std::min(kc, t.next_keys);
     next_off.resize(size_t(next_n));
     for (int j = 0; j < next_n; ++j) {
-      const int64_t slot = int64_t(t.next_table[j / t.block_size]) * t.block_size + j % t.block_size;
+      const int64_t slot =
+          int64_t(t.next_table[j / t.block_size]) * t.block_size + j % t.block_size;
       next_off[size_t(j)] = slot * t.kv_stride + int64_t(t.next_h) * t.row;
     }
   }
@@ -313,8 +315,9 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
         }
         // The key scales as one vector, built from the scalars (a 32-byte load of the 4 or 8
         // just-stored floats would wait for the stores to retire: no store forwarding).
-        const __m256 ksv = kbs == 8 ? _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[4], ks[5], ks[6], ks[7])
-                                    : _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[0], ks[1], ks[2], ks[3]);
+        const __m256 ksv =
+            kbs == 8 ? _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[4], ks[5], ks[6], ks[7])
+                     : _mm256_setr_ps(ks[0], ks[1], ks[2], ks[3], ks[0], ks[1], ks[2], ks[3]);
         const int n = std::min(kbs, kb - j);
         alignas(32) float out[8];
         for (int r = hh * R; r < (hh + 1) * R; r += 2) {

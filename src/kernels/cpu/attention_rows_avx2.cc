@@ -131,32 +131,6 @@ NV_TARGET_AVX2 inline void score_block(const float* q0, const float* q1, const K
   _mm256_storeu_ps(out, _mm256_mul_ps(hsum_8x8(a), kscale));
 }
 
-// The K rows that the next pass 1 reads (this item's next chunk, or the next item's first one),
-// requested towards L2 a few lines per key of pass 2, as the AVX-512 kernel does: the memory
-// stream then runs through both passes, V during pass 1 and K during pass 2. Before, pass 1
-// fetched both from memory (~2 KiB per key for 8 int8 heads of 128: about twice what a core
-// streams while it computes) and pass 2, which reads V from L2, fetched nothing.
-struct KStream {
-  const char* base = nullptr;
-  const int64_t* off = nullptr;  // key i's first byte: base + off[i] (elements: x elem)
-  int elem = 1;                  // bytes per element of off
-  int n = 0;                     // keys
-  int span = 0;                  // bytes per key
-  int i = 0, b = 0;              // next line: key i, byte b
-  int rate = 0, credit = 0;      // lines per step() in 1/256
-  int lines() const { return n * ((span + 63) / 64); }
-  void step() {
-    credit += rate;
-    int count = credit >> 8;
-    credit &= 255;
-    for (; count > 0 && i < n; --count) {
-      _mm_prefetch(base + off[i] * elem + b, _MM_HINT_T2);
-      b += 64;
-      if (b >= span) b = 0, ++i;
-    }
-  }
-};
-
 // Pass 2 for one or two rows and NV x 8 dims: acc_i = a_i * in_i (no in_i: 0) +
 // sum_{j < n} p_i[j] * V_j[off ..] (V_j at v_cache + kv_off[j]), then out_i = acc_i * mul_i.
 // p already holds the V scale (int8). NV is a compile-time count so the accumulators stay in
@@ -166,7 +140,7 @@ template <int NV, int NR, class KV>
 NV_TARGET_AVX2 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off, int n,
                             const float* p0, const float* p1, const float* in0, const float* in1,
                             float a0, float a1, float* out0, float* out1, float mul0, float mul1,
-                            KStream& ks) {
+                            KStream<KV>& ks) {
   __m256 acc0[NV], acc1[NV];
   const __m256 va0 = _mm256_set1_ps(a0), va1 = _mm256_set1_ps(a1);
 #pragma GCC unroll 4
@@ -395,19 +369,11 @@ NV_TARGET_AVX2 void rows_avx2(const AttentionTile<KV>& t) {
     // Pass 2: acc[r] = alpha[r] * acc[r] + sum_j p[r][j] * v_j per head, pair of its rows and 32
     // dims; the last chunk writes out = acc / l.
     constexpr int kDims = 32;
-    KStream ks;
-    if (!last) {
-      ks.base = reinterpret_cast<const char*>(t.k_cache);
-      ks.off = &sc.kv_off[size_t(kb - klo)];
-      ks.n = std::min(kc, khi - kb);
-      ks.span = span;
-    } else if (next_n > 0) {
-      ks.base = reinterpret_cast<const char*>(t.k_cache);
-      ks.off = next_off.data();
-      ks.n = next_n;
-      ks.span = t.next_nh * t.row * int(sizeof(KV));
-    }
-    ks.elem = int(sizeof(KV));
+    KStream<KV> ks;
+    if (!last)
+      ks = {t.k_cache, &sc.kv_off[size_t(kb - klo)], std::min(kc, khi - kb), span};
+    else if (next_n > 0)
+      ks = {t.k_cache, next_off.data(), next_n, t.next_nh * t.row * int(sizeof(KV))};
     const int64_t pv_keys = int64_t(nh) * ((D + kDims - 1) / kDims) * ((R + 1) / 2) * (kb - ka);
     ks.rate = pv_keys > 0 ? int((int64_t(ks.lines()) * 256 + pv_keys - 1) / pv_keys) : 0;
     for (int hh = 0; hh < nh; ++hh) {

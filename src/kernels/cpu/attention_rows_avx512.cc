@@ -73,30 +73,6 @@ constexpr int kChunkVBytes = 256 * 1024;
 // as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md).
 constexpr int kPvAhead = 6;
 
-// The K rows of the keys that the next pass 1 reads (this item's next chunk, or the next item's
-// first one), prefetched into L2 a few lines per key of pass 2: the memory stream then runs
-// through both passes, V during pass 1 and K during pass 2 (docs/perf.md).
-template <class KV>
-struct KStream {
-  const KV* cache = nullptr;
-  const int64_t* off = nullptr;  // key i's first row: cache + off[i]
-  int n = 0;                     // keys
-  int span = 0;                  // bytes per key
-  int i = 0, b = 0;              // next line: key i, byte b
-  int rate = 0, credit = 0;      // lines per step() in 1/256
-  int lines() const { return n * ((span + 63) / 64); }
-  void step() {
-    credit += rate;
-    int count = credit >> 8;
-    credit &= 255;
-    for (; count > 0 && i < n; --count) {
-      _mm_prefetch(reinterpret_cast<const char*>(cache + off[i]) + b, _MM_HINT_T2);
-      b += 64;
-      if (b >= span) b = 0, ++i;
-    }
-  }
-};
-
 template <int NV, class KV>
 NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off,
                               int64_t vscale_off, int row_bytes, int D, int c0, int c1,

@@ -2,6 +2,8 @@
 // and AVX2 (attention_rows_avx2.cc) each run one two-pass kernel for every item (decode rows and
 // prefill tiles alike). Internal to kernels/cpu.
 #pragma once
+#include <xmmintrin.h>  // _mm_prefetch
+
 #include <cstdint>
 
 namespace nanovllm::cpu {
@@ -38,6 +40,32 @@ struct AttentionTile {
   int next_keys = 0;    // its keys [0, next_keys)
   int next_h = 0, next_nh = 0;
   bool k_prefetched = false;  // this item's first keys' K were prefetched by the previous item
+};
+
+// The K rows of the keys that the next pass 1 reads (this item's next chunk, or the next item's
+// first one), requested towards L2 a few lines per key of pass 2 (both kernels): the memory
+// stream then runs through both passes, V during pass 1 and K during pass 2. Without it pass 1
+// fetched both (~2 KiB per key for 8 int8 heads of 128, about twice what a core streams while it
+// computes) and pass 2, which reads V from L2, fetched nothing (docs/perf.md).
+template <class KV>
+struct KStream {
+  const KV* cache = nullptr;
+  const int64_t* off = nullptr;  // key i's first row: cache + off[i]
+  int n = 0;                     // keys
+  int span = 0;                  // bytes per key
+  int i = 0, b = 0;              // next line: key i, byte b
+  int rate = 0, credit = 0;      // lines per step() in 1/256
+  int lines() const { return n * ((span + 63) / 64); }
+  void step() {
+    credit += rate;
+    int count = credit >> 8;
+    credit &= 255;
+    for (; count > 0 && i < n; --count) {
+      _mm_prefetch(reinterpret_cast<const char*>(cache + off[i]) + b, _MM_HINT_T2);
+      b += 64;
+      if (b >= span) b = 0, ++i;
+    }
+  }
 };
 
 // True when the AVX-512 kernel ran (CPU has it and D % 16 == 0); false: caller falls back.

@@ -337,9 +337,10 @@ QJob prepare_job(const float* xp, int64_t M, const QuantizedWeight& w, float* op
              : isa == QIsa::AvxVnni  ? qrows_avx_vnni
              : isa == QIsa::Avx2     ? qrows_avx2
                                      : qrows_scalar;
-  // int3-g16-k has one SIMD kernel, the AVX2 one (every VNNI level here has AVX2): its codes
-  // take signed activations on every kernel, so no activation form changes with it.
-  if (w.scheme.kind == QuantKind::Int3 && isa != QIsa::Scalar) j.kernel = qrows_avx2;
+  // int3-g16-k on AVX-VNNI runs the AVX2 kernel (the 256-bit VNNI build has none of its own;
+  // every VNNI level here has AVX2): its codes take signed activations on every kernel, so no
+  // activation form changes with it. AVX512-VNNI has its own.
+  if (w.scheme.kind == QuantKind::Int3 && isa == QIsa::AvxVnni) j.kernel = qrows_avx2;
   j.wv = view_of(w);
   const bool offset = isa == QIsa::Avx512Vnni || isa == QIsa::AvxVnni;
   if (w.act_index.defined()) {  // repacked GPTQ act-order / cut groups: x's columns in kernel order

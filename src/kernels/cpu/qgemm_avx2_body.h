@@ -593,7 +593,7 @@ void int2k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, fl
   }
 }
 
-// int3-g16-k (qgemm.cc runs it on every x86 SIMD level): one record of 3 lines A B C per pair of
+// int3-g16-k (qgemm.cc runs it at the AVX2 and AVX-VNNI levels): one record of 3 lines A B C per pair of
 // groups, read in order (kernels/quantized.h). Six of a record's eight code vectors are a shift
 // and a mask; vectors 2 and 5 join 2 bits of A (B) with a bit of C. (16-bit shifts: each mask
 // keeps bits of the byte's own.)

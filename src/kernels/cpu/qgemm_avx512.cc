@@ -369,11 +369,12 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
 
 // int5-g32-zp-f32 (Q5_K groups fused with Q5_1 ones, kernels/quantized.h): int5k_rows's codes with an f32 scale and
 // min per group record; facc + dot x scale, then + the group's activation sum x min (qrows_scalar's
-// order).
-template <int MB>
+// order). int5-g32-zp (F32 false, Q5_1 at its own size): the same with f16 ones, widened exactly
+// (the same f32 values, so the same sums), in records of 6 lines, not 7.
+template <int MB, bool F32>
 NV_TARGET_VNNI512 void int5f_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                   float* out, int64_t ldo) {
-  constexpr int G = 32, kRec = 448;
+  constexpr int G = 32, kRec = F32 ? 448 : 384;
   constexpr int C = kChains5<MB>;
   const int64_t Kp = w.Kp, ng = Kp / G;
   const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
@@ -385,11 +386,18 @@ NV_TARGET_VNNI512 void int5f_rows(const QWeightView& w, const QActs& a, int64_t 
       const uint8_t* r = blk + gi * kRec;
       const uint8_t* xg = a.x + gi * G;
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 7; ++l)
+        for (int l = 0; l < kRec / 64; ++l)
           _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
       __m512i q[8];
       int5_group(r, lo4, b4, q);
-      const __m512 sc = _mm512_loadu_ps(r + 320), mn = _mm512_loadu_ps(r + 384);
+      __m512 sc, mn;
+      if constexpr (F32) {
+        sc = _mm512_loadu_ps(r + 320);
+        mn = _mm512_loadu_ps(r + 384);
+      } else {
+        sc = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 320)));
+        mn = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + 352)));
+      }
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) {
         const __m512i d = int5_dot<C>(q, xg + m * Kp);
@@ -525,6 +533,85 @@ NV_TARGET_VNNI512 void int2k_rows(const QWeightView& w, const QActs& a, int64_t 
   }
 }
 
+// int3-g16-k (Q3_K's own form, kernels/quantized.h): one record of 3 lines A B C per pair of
+// groups; six of its eight code vectors are a shift and a mask, vectors 2 and 5 join 2 bits of A
+// (B) with a bit of C (16-bit shifts: each mask keeps bits of the byte's own).
+NV_TARGET_VNNI512 inline void int3_unpack(const uint8_t* rec, __m512i* q) {
+  const __m512i m3 = _mm512_set1_epi8(0x03), m4 = _mm512_set1_epi8(0x04), m7 = _mm512_set1_epi8(0x07);
+  const __m512i A = _mm512_loadu_si512(rec), B = _mm512_loadu_si512(rec + 64), C = _mm512_loadu_si512(rec + 128);
+  q[0] = _mm512_and_si512(A, m7);
+  q[1] = _mm512_and_si512(_mm512_srli_epi16(A, 3), m7);
+  q[2] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(A, 6), m3), _mm512_srli_epi16(C, 4), m4, 0xF8);
+  q[3] = _mm512_and_si512(B, m7);
+  q[4] = _mm512_and_si512(_mm512_srli_epi16(B, 3), m7);
+  q[5] = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(B, 6), m3), _mm512_srli_epi16(C, 5), m4, 0xF8);
+  q[6] = _mm512_and_si512(C, m7);
+  q[7] = _mm512_and_si512(_mm512_srli_epi16(C, 3), m7);
+}
+
+// The sums are integers up to the superblock (qrows_scalar's order). A group's chain starts at -4
+// x its activation sum (gsum8) and takes its 4 vpdpbusd: sum (q - 4) x8, at most 16 * 4 * 127 =
+// 8,128 in magnitude, so it is exact in a lane's low 16 bits; vpdpwssd against the sub-scale in
+// the low half only (the high half 0, whatever d's sign half holds) adds d x sc to the
+// superblock's integer sum (at most 16 * 8,128 * 32 < 2^24: exact as f32), times d in one fma.
+template <int MB>
+NV_TARGET_VNNI512 void int3k_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
+                                  float* out, int64_t ldo) {
+  constexpr int G = 16, SB = QuantScheme::kInt3SuperblockBytes;
+  const int64_t Kp = w.Kp, ng = Kp / G, nsb = Kp / 256, dbytes = QuantScheme::int6_d_bytes(nsb);
+  const __m512i lo16 = _mm512_set1_epi32(0xFFFF);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* blk = w.data + b * w.block_bytes;
+    const uint16_t* dt = reinterpret_cast<const uint16_t*>(blk);
+    // The d table and each superblock's sc lines are not walked by the records' prefetch, which
+    // runs kStreamPrefetchBytes ahead: these close the gaps they leave.
+    if constexpr (kPrefetch<MB>)
+      for (int64_t l = 0; l < dbytes / 64; ++l)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+    __m512 facc[MB];
+    for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < nsb; ++s) {
+      const uint8_t* sb = blk + dbytes + s * SB;
+      if constexpr (kPrefetch<MB>)
+        for (int l = 0; l < 4; ++l)
+          _mm_prefetch(reinterpret_cast<const char*>(sb + 1536 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      __m512i isum[MB];
+      for (int m = 0; m < MB; ++m) isum[m] = _mm512_setzero_si512();
+      for (int p = 0; p < 8; ++p) {  // groups 2p, 2p + 1
+        const uint8_t* rec = sb + 192 * p;
+        if constexpr (kPrefetch<MB>)
+          for (int l = 0; l < 3; ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        __m512i q[8];
+        int3_unpack(rec, q);
+#pragma GCC unroll 2
+        for (int odd = 0; odd < 2; ++odd) {
+          const int u = 2 * p + odd;
+          const int64_t gi = s * 16 + u;
+          const uint8_t* xg = a.x + gi * G;
+          const __m512i sc = _mm512_and_si512(
+              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + 1536 + 16 * u))), lo16);
+          const __m512i* qg = q + 4 * odd;
+#pragma GCC unroll 8
+          for (int m = 0; m < MB; ++m) {
+            const uint8_t* xm = xg + m * Kp;
+            __m512i d = _mm512_set1_epi32(a.gsum8[m * ng + gi]);  // -4 x the sum (QActs)
+            d = _mm512_dpbusd_epi32(d, qg[0], bcast4(xm));
+            d = _mm512_dpbusd_epi32(d, qg[1], bcast4(xm + 4));
+            d = _mm512_dpbusd_epi32(d, qg[2], bcast4(xm + 8));
+            d = _mm512_dpbusd_epi32(d, qg[3], bcast4(xm + 12));
+            isum[m] = _mm512_dpwssd_epi32(isum[m], d, sc);
+          }
+        }
+      }
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dt + 16 * s)));
+      for (int m = 0; m < MB; ++m) facc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m]), dv, facc[m]);
+    }
+    for (int m = 0; m < MB; ++m)
+      store_block(out + m * ldo + 16 * b, _mm512_mul_ps(facc[m], _mm512_set1_ps(a.sx[m])), b, w.N);
+  }
+}
+
 // Large M on int5 / int6 (qtile_avx512_vnni): a block's codes unpacked once, one byte each in
 // the int8 vector order (vector i: k 4i .. 4i+3 of the 16 rows), for every chunk of activation
 // rows. The groups' sums are int5k_rows's / int6k_rows's, in the same order.
@@ -619,14 +706,12 @@ NV_TARGET_VNNI512 void codes_rows(const QWeightView& w, const uint8_t* blk, cons
 template <int MB>
 void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float* out, int64_t ldo) {
   if (w.kind == QuantKind::Int6) return int6k_rows<MB>(w, a, b0, b1, out, ldo);
-  if (w.kind == QuantKind::Int5) {
-    // int5-g32-zp (Q5_1 at its own size, f16 parameters): the AVX2 body's kernel, as int3 (signed
-    // activations on both). An AVX-512 variant of int5f_rows would differ only in loading f16
-    // parameters, but no machine this was written on could run it.
-    if (!w.k_superblocks && !w.f32_params) return qrows_avx2(w, a, MB, b0, b1, out, ldo);
-    return w.k_superblocks ? int5k_rows<MB>(w, a, b0, b1, out, ldo) : int5f_rows<MB>(w, a, b0, b1, out, ldo);
-  }
+  if (w.kind == QuantKind::Int5)
+    return w.k_superblocks ? int5k_rows<MB>(w, a, b0, b1, out, ldo)
+           : w.f32_params  ? int5f_rows<MB, true>(w, a, b0, b1, out, ldo)
+                           : int5f_rows<MB, false>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int2) return int2k_rows<MB>(w, a, b0, b1, out, ldo);
+  if (w.kind == QuantKind::Int3) return int3k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.k_superblocks) return int4k_rows<MB>(w, a, b0, b1, out, ldo);
   if (w.kind == QuantKind::Int8)
     return w.group > 0 ? int8g_rows<MB>(w, a, b0, b1, out, ldo) : int8_rows<MB>(w, a, b0, b1, out, ldo);
@@ -643,7 +728,6 @@ void rows_m(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1, float*
 
 void qrows_avx512_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,
                        float* out, int64_t ldo) {
-  if (w.kind == QuantKind::Int3) return qrows_avx2(w, a, M, b0, b1, out, ldo);  // its one SIMD kernel
   switch (M) {
     case 1: return rows_m<1>(w, a, b0, b1, out, ldo);
     case 2: return rows_m<2>(w, a, b0, b1, out, ldo);

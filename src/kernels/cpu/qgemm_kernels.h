@@ -61,7 +61,7 @@ using QKernel = void (*)(const QWeightView& w, const QActs& a, int M, int64_t b0
 // by 128 (the vpdpbusd u8 x s8 form); the others signed.
 void qrows_scalar(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                   int64_t ldo);
-// (int3-g16-k runs on qrows_avx2 on every x86 SIMD level: the VNNI ones have no int3 kernel.)
+// (int3-g16-k runs on qrows_avx2 at the AVX-VNNI level too: qrows_avx_vnni has no int3 kernel.)
 void qrows_avx2(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1, float* out,
                 int64_t ldo);
 void qrows_avx_vnni(const QWeightView& w, const QActs& a, int M, int64_t b0, int64_t b1,

@@ -70,8 +70,13 @@ constexpr int kChunkVBytes = 256 * 1024;
 // The head's V row of key j + kPvAhead (row_bytes from vscale_off) is prefetched into L1: one
 // head's rows sit a slot (Hkv rows) apart, which the L1 prefetchers do not follow, and without
 // it every key waited on its row from L2 (the int8 scale load first): the kernel took 1.2-1.8x
-// as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md).
-constexpr int kPvAhead = 6;
+// as long at B = 32, L = 512-2048 (bench_decode_attention, docs/perf.md). int8 rows go 12 keys
+// ahead, not 6: an int8 key's pass-2 work is short enough that 6 keys did not cover the latency
+// under the K stream (perf: a fifth of the kernel's samples on the V scale's load and on the
+// prefetches); int8 decode per layer 5-19% faster on Emerald Rapids, where bf16 rows ran 0-5%
+// slower with 12 (docs/perf.md, 2026-12-01).
+template <class KV>
+constexpr int kPvAhead = std::is_same_v<KV, int8_t> ? 12 : 6;
 
 template <int NV, class KV>
 NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t off,
@@ -87,8 +92,8 @@ NV_TARGET_AVX512 void pv_rows(const KV* v_cache, const int64_t* kv_off, int64_t 
     acc1[c] = in1 ? _mm512_mul_ps(va1, _mm512_loadu_ps(in1 + c * 16)) : _mm512_setzero_ps();
   }
   for (int j = c0; j < c1; ++j) {
-    if (j + kPvAhead < c1) {
-      const char* pf = reinterpret_cast<const char*>(v_cache + kv_off[j + kPvAhead] + vscale_off);
+    if (j + kPvAhead<KV> < c1) {
+      const char* pf = reinterpret_cast<const char*>(v_cache + kv_off[j + kPvAhead<KV>] + vscale_off);
       for (int b = 0; b < row_bytes; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
       _mm_prefetch(pf + row_bytes - 1, _MM_HINT_T0);  // the row's last line when not 64-aligned
     }

@@ -7,6 +7,8 @@
 //         dot is scaled in f32 (minus 8 * group sum first for the symmetric form).
 //   int5 / int6 / int2: as int4 with 5- / 6- / 2-bit codes (int6: groups of 16, minus 32 * group
 //         sum; int2: groups of 16 with a min).
+//   int3: 3-bit codes in groups of 16 (minus 4 * group sum), times the group's i8 sub-scale by
+//         vpdpwssd into a per-superblock integer sum, times the superblock's d in f32.
 // Small M (decode) splits k over several accumulators so the 5-cycle vpdpbusd latency does not
 // bound a bandwidth-bound stream; each weight byte is loaded once per call of up to kQMaxRows
 // activation rows.

@@ -450,7 +450,8 @@ TEST(PackInt3, Q3KIsExact) {
 // Every ISA's int3 kernel sums in one order: per superblock, the integer sum over its 16 groups of
 // (dot - 4 x the group's activation sum) x sc, exact; then times d, one f32 fma per superblock in
 // order; times the row's activation scale. AVX512-VNNI has its own int3 kernel (the native run on
-// such a CPU); AVX-VNNI runs the AVX2 one (qgemm.cc): ctest's caps cover scalar and AVX2.
+// such a CPU); AVX-VNNI runs the AVX2 one (qgemm.cc): ctest's caps cover scalar, AVX2 and
+// AVX-VNNI (the last two on the AVX2 kernel).
 TEST(PackInt3, KernelsSumInOneOrder) {
   ThreadPool pool(1);
   // Some sub-scales at the ends of their range too, and one row of x8 at -127 / 127 (extremes).
@@ -479,7 +480,7 @@ TEST(PackInt3, KernelsSumInOneOrder) {
 }
 
 // The kernels' integer bounds reached (int3k_rows, qgemm_avx2_body.h and qgemm_avx512.cc; the
-// latter keeps a group's sum in a lane's low 16 bits too): every code 0 (value -4)
+// latter's vpdpwssd reads a group's sum from a lane's low 16 bits): every code 0 (value -4)
 // or 7 (value 3), every sub-scale -32, every x8 127 (or -127). Codes 0: a group's low 16-bit half
 // is -4 x 16 x 127 = -8,128 and the superblock sum 16 x 8,128 x 32 = 4,161,536; codes 7: the
 // halves are 7,112 - 8,128 and 7,112. Every output must equal that exact integer times d per

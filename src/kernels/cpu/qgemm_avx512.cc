@@ -53,6 +53,13 @@ NV_TARGET_VNNI512 inline void store_block(float* dst, __m512 v, int64_t b, int64
 template <int MB>
 constexpr bool kPrefetch = MB <= 4;
 
+// The `lines` 64-byte lines from p, requested kStreamPrefetchBytes ahead of them (the lines a
+// record's or superblock's stream prefetch does not walk: parameters, tables, whole records).
+NV_TARGET_VNNI512 inline void prefetch_ahead(const uint8_t* p, int64_t lines) {
+  for (int64_t l = 0; l < lines; ++l)
+    _mm_prefetch(reinterpret_cast<const char*>(p + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+}
+
 template <int MB>
 NV_TARGET_VNNI512 void int8_rows(const QWeightView& w, const QActs& a, int64_t b0, int64_t b1,
                                  float* out, int64_t ldo) {
@@ -235,8 +242,7 @@ NV_TARGET_VNNI512 void int4k_rows(const QWeightView& w, const QActs& a, int64_t 
       // The group lines' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
       // factors' length past the lines) close the gap it leaves at each superblock.
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 5; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(sb + 2048 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(sb + 2048, 5);
       const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2304)));
       const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2336)));
       for (int j = 0; j < 8; ++j) {
@@ -339,8 +345,7 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
       // The records' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
       // factors' length past the records) close the gap it leaves at each superblock.
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 5; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(sb + 2560 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(sb + 2560, 5);
       const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2816)));
       const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 2848)));
       for (int j = 0; j < 8; ++j) {
@@ -348,8 +353,7 @@ NV_TARGET_VNNI512 void int5k_rows(const QWeightView& w, const QActs& a, int64_t 
         const uint8_t* r = sb + 320 * j;
         const uint8_t* xg = a.x + gi * G;
         if constexpr (kPrefetch<MB>)
-          for (int l = 0; l < 5; ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+          prefetch_ahead(r, 5);
         __m512i q[8];
         int5_group(r, lo4, b4, q);
         const __m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
@@ -388,8 +392,7 @@ NV_TARGET_VNNI512 void int5f_rows(const QWeightView& w, const QActs& a, int64_t 
       const uint8_t* r = blk + gi * kRec;
       const uint8_t* xg = a.x + gi * G;
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < kRec / 64; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(r, kRec / 64);
       __m512i q[8];
       int5_group(r, lo4, b4, q);
       __m512 sc, mn;
@@ -441,23 +444,20 @@ NV_TARGET_VNNI512 void int6k_rows(const QWeightView& w, const QActs& a, int64_t 
     // The d table and each superblock's sc lines are not walked by the group lines' prefetch,
     // which runs kStreamPrefetchBytes ahead: these close the gaps they leave.
     if constexpr (kPrefetch<MB>)
-      for (int64_t l = 0; l < dbytes / 64; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(blk + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      prefetch_ahead(blk, dbytes / 64);
     __m512 facc[MB];
     for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* sb = blk + dbytes + s * SB;
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 4; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(sb + 3072 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(sb + 3072, 4);
       const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dt + 16 * s)));
       for (int u = 0; u < 16; ++u) {
         const int64_t gi = s * 16 + u;
         const uint8_t* r = sb + 192 * u;
         const uint8_t* xg = a.x + gi * G;
         if constexpr (kPrefetch<MB>)
-          for (int l = 0; l < 3; ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(r + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+          prefetch_ahead(r, 3);
         __m512i qv[4];
         int6_group(r, qv);
         const __m512i q0 = qv[0], q1 = qv[1], q2 = qv[2], q3 = qv[3];
@@ -501,8 +501,7 @@ NV_TARGET_VNNI512 void int2k_rows(const QWeightView& w, const QActs& a, int64_t 
       // The group lines' prefetch runs kStreamPrefetchBytes ahead of them; these 5 lines (the
       // factors' length past the lines) close the gap it leaves at each superblock.
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 5; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(sb + 1024 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(sb + 1024, 5);
       const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1280)));
       const __m512 dminv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 1312)));
       for (int u = 0; u < 16; ++u) {
@@ -568,22 +567,19 @@ NV_TARGET_VNNI512 void int3k_rows(const QWeightView& w, const QActs& a, int64_t 
     // The d table and each superblock's sc lines are not walked by the records' prefetch, which
     // runs kStreamPrefetchBytes ahead: these close the gaps they leave.
     if constexpr (kPrefetch<MB>)
-      for (int64_t l = 0; l < dbytes / 64; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(blk + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+      prefetch_ahead(blk, dbytes / 64);
     __m512 facc[MB];
     for (int m = 0; m < MB; ++m) facc[m] = _mm512_setzero_ps();
     for (int64_t s = 0; s < nsb; ++s) {
       const uint8_t* sb = blk + dbytes + s * SB;
       if constexpr (kPrefetch<MB>)
-        for (int l = 0; l < 4; ++l)
-          _mm_prefetch(reinterpret_cast<const char*>(sb + 1536 + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(sb + 1536, 4);
       __m512i isum[MB];
       for (int m = 0; m < MB; ++m) isum[m] = _mm512_setzero_si512();
       for (int p = 0; p < 8; ++p) {  // groups 2p, 2p + 1
         const uint8_t* rec = sb + 192 * p;
         if constexpr (kPrefetch<MB>)
-          for (int l = 0; l < 3; ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * l + kStreamPrefetchBytes), _MM_HINT_T0);
+          prefetch_ahead(rec, 3);
         __m512i q[8];
         int3_unpack(rec, q);
 #pragma GCC unroll 2
